@@ -1,0 +1,50 @@
+# supernode_nb — the commands of the README's quick start.
+# `make demo` and `make test` create .venv when it is missing and install everything.
+SHELL := /bin/bash
+VENV ?= .venv
+PY := $(VENV)/bin/python
+BIN := $(VENV)/bin
+# A CPU build of torch from local disk on the project's machines; users with GPUs/NPUs
+# who already have torch in the venv keep theirs (pyproject only asks for a range).
+TORCH_PIN ?= torch==2.13.0
+# Jupyter/IPython write to home dirs: keep them inside the tree so parallel runs do not collide.
+export JUPYTER_CONFIG_DIR ?= $(CURDIR)/.jupyter_tmp/config
+export JUPYTER_DATA_DIR ?= $(CURDIR)/.jupyter_tmp/data
+export JUPYTER_RUNTIME_DIR ?= $(CURDIR)/.jupyter_tmp/runtime
+export IPYTHONDIR ?= $(CURDIR)/.jupyter_tmp/ipython
+export PYTHONDONTWRITEBYTECODE := 1
+
+.PHONY: setup demo test lab export clean-nbs check-sync nbtest pytest
+
+$(VENV)/.installed: pyproject.toml
+	@test -x $(PY) || python3 -m venv $(VENV)
+	@$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install -q "$(TORCH_PIN)"
+	$(PY) -m pip install -q -e ".[dev]"
+	@touch $@
+
+setup: $(VENV)/.installed
+
+demo: setup
+	$(BIN)/supernode-nb demo --out demo.html
+
+# The whole suite: package in sync with notebooks, notebooks clean, nbdev-test over
+# every notebook, then pytest (tests/ and nbval over examples/*.ipynb); ends with
+# pytest's summary line.
+test: setup check-sync nbtest pytest
+
+check-sync:
+	@$(PY) tools/check_sync.py
+
+nbtest:
+	$(BIN)/nbdev-test --n-workers 2 --timing
+
+pytest:
+	$(PY) -m pytest tests $(if $(wildcard examples/*.ipynb),--nbval-lax examples,) -p no:cacheprovider
+
+lab: setup
+	$(BIN)/jupyter lab --ip=127.0.0.1 --no-browser nbs/50_widgets.ipynb
+
+export: setup
+	$(BIN)/nbdev-export
+clean-nbs: setup
+	$(BIN)/nbdev-clean
