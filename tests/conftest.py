@@ -1,0 +1,10 @@
+"""Shared pytest set-up: Jupyter/IPython state in temp dirs so parallel runs never collide."""
+import os, tempfile
+import pytest
+
+_TMP = tempfile.mkdtemp(prefix="snb-jupyter-")
+for var, sub in (("JUPYTER_CONFIG_DIR", "config"), ("JUPYTER_DATA_DIR", "data"),
+                 ("JUPYTER_RUNTIME_DIR", "runtime"), ("IPYTHONDIR", "ipython")):
+    os.environ.setdefault(var, os.path.join(_TMP, sub))
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("TORCH_DEVICE_BACKEND_AUTOLOAD", "0")
