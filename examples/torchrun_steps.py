@@ -1,0 +1,38 @@
+"""The cluster's worker functions under torchrun — no ipyparallel, same code.
+
+    torchrun --nproc-per-node 4 examples/torchrun_steps.py --tp 2 --dp 2 --timeout 5 --steps 5
+
+Every rank joins through `init_from_env` (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT from torchrun), runs the
+link pre-check of the layout (rank 0 prints the report), then the demo training loop `steps_worker`; each rank's
+records go to `$SUPERNODE_NB_RECORDS.rank<R>.jsonl` when that variable is set. Exit status 1 if the pre-check fails.
+"""
+import argparse, json, sys
+import torch.distributed as dist
+from supernode_nb.cluster import init_from_env, steps_worker
+from supernode_nb.precheck import precheck_local
+from supernode_nb.layout import RankLayout
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    for ax in ("tp", "dp", "pp", "cp", "ep"): p.add_argument(f"--{ax}", type=int, default=1)
+    p.add_argument("--timeout", type=float, default=10.0)
+    p.add_argument("--steps", type=int, default=5)
+    a = p.parse_args(argv)
+    ctx = init_from_env(backend="gloo", timeout=a.timeout)
+    L = RankLayout(tp=a.tp, dp=a.dp, pp=a.pp, cp=a.cp, ep=a.ep)
+    if L.world_size != ctx.world_size:
+        print(f"layout needs {L.world_size} ranks, torchrun started {ctx.world_size}", file=sys.stderr); return 2
+    rep = precheck_local(L, timeout=a.timeout)
+    ok = [rep.ok if rep is not None else True]
+    dist.broadcast_object_list(ok, src=0)
+    if rep is not None: print(rep.text(), flush=True)
+    if not ok[0]: return 1
+    out = steps_worker(ctx.rank, ctx.world_size, steps=a.steps, step_s=0.01)
+    print(json.dumps(out), flush=True)
+    dist.destroy_process_group()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
