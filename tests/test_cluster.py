@@ -149,9 +149,11 @@ def test_missing_rank_at_start_then_hung_rank_caught_by_timeout():
         t = time.monotonic()
         with pytest.raises(RunFailed, match=r"rank 1 hung \(still running when its peers timed out\); last record: \{seq=2, step=1") as ei:
             h.wait()
-        FIG["hung_rank_s"] = time.monotonic() - t
+        FIG["hung_rank_s"] = time.monotonic() - t                 # includes stopping the cluster
+        FIG["hung_first_timeout_seen_s"] = ei.value.detect_s
         assert ei.value.hung == [1] and sorted(ei.value.failed) == [0, 2]
-        assert FIG["hung_rank_s"] < 3 + 5
+        assert ei.value.detect_s < 3 + 5                          # the peers' 3 s group timeout, seen by the client
+        assert FIG["hung_rank_s"] < 3 + 7                         # + waiting for every peer's timeout + stop
         assert ei.value.cluster_stopped and c.processes() == []
     assert _none_left(all_pids)
 
