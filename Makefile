@@ -32,6 +32,9 @@ demo: setup
 # pytest's summary line.
 test: setup check-sync nbtest pytest
 
+# tests never write to the user's run archive
+nbtest pytest: export SUPERNODE_NB_ARCHIVE=off
+
 check-sync:
 	@$(PY) tools/check_sync.py
 

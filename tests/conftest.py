@@ -8,3 +8,5 @@ for var, sub in (("JUPYTER_CONFIG_DIR", "config"), ("JUPYTER_DATA_DIR", "data"),
     os.environ.setdefault(var, os.path.join(_TMP, sub))
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("TORCH_DEVICE_BACKEND_AUTOLOAD", "0")
+# never write to the user's ~/.supernode_nb from tests; tests that need the archive pass a path
+os.environ.setdefault("SUPERNODE_NB_ARCHIVE", "off")

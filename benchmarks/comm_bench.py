@@ -3,7 +3,7 @@
 Prints one JSON document: the rows ({op, bytes, group_size, time_s, algbw_gbps, busbw_gbps}) and the
 wrapper's overhead against calling torch.distributed directly (goal: ≤ 3 % at 1 MB, < 20 µs at 1 KB).
 
-    python benchmarks/comm.py [--world 8] [--quick]
+    python benchmarks/comm_bench.py [--world 8] [--quick]
 """
 import argparse, json, platform, sys, time
 import torch
