@@ -74,7 +74,7 @@ def test_moe_expert_parallel_counts():
     p = _cli("--world", "2", "--dp", "2", "--ep", "2", "--model", "tiny-moe", "--steps", "1", "--json")
     assert p.returncode == 0, p.stderr
     r = json.loads(p.stdout)["steps"][0]["ranks"][0]
-    assert len(r["expert_counts"]) == 8 and all(sum(c) == 32 * 2 for c in r["expert_counts"])   # 8 layers; 1 seq × 32 tokens × top-2
+    assert len(r["expert_counts"]) == 8 and all(sum(c) == 4 * 32 * 2 for c in r["expert_counts"])   # 8 layers; batch 8 / dp2 = 4 seq × 32 tokens × top-2
     assert set(r["comm_s"]) >= {"ep", "dp"}
 
 
