@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 from supernode_nb.dashstate import DashboardState, RunController, local_launcher
 
-pytestmark = pytest.mark.timeout(300) if hasattr(pytest.mark, "timeout") else []
+pytestmark = pytest.mark.timeout(300)
 
 
 def _descendants(pid: int) -> list[int]:
@@ -122,3 +122,21 @@ def test_doctor_tab_reports():
     dv.run(wait=True)
     assert dv.report is not None and "doctor" in dv.out.value and dv.report.verdict in ("ok", "warn", "fail", "skipped")
     assert {c.layer for c in dv.report.checks} >= {"model", "framework", "communication"}
+
+
+def test_run_on_an_ipyparallel_cluster():
+    from supernode_nb.cluster import Cluster
+    from supernode_nb.dashstate import cluster_launcher
+    before = set(_descendants(os.getpid()))
+    s = DashboardState(world=2, steps=3)
+    with Cluster(2, backend="gloo", timeout=20) as cl:
+        rc = RunController(s, cluster_launcher(cl), interval=0.05).start()
+        assert rc.join(180), "run did not finish"
+        assert s.status == "done", s.failure
+        assert rc.log.complete_steps() == [0, 1, 2] and rc.result["losses"] == pytest.approx(rc.log.loss()[1], rel=1e-6)
+        s2 = DashboardState(world=2, steps=100_000)
+        rc2 = RunController(s2, cluster_launcher(cl), interval=0.05).start()
+        assert _wait(lambda: rc2.log is not None and len(rc2.log) >= 2, 120), s2.status
+        rc2.stop(); assert rc2.join(60)
+        assert s2.status == "stopped"
+    assert not _wait_gone(before, timeout=15)

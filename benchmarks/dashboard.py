@@ -1,0 +1,64 @@
+"""The dashboard's latencies, without a browser: what a click costs.
+
+- `valid_choices`: recomputing every control's valid options (run on every settled change of the pick), for a
+  local pick and for a 384- and an 8,192-device topology;
+- a settled change of a degree with every view attached (picker, placement, schedule, estimate), per topology;
+- start -> first record and start -> done of a real run (`RunController` + `local_launcher`: supernode_nb.runner on
+  local processes), for a few layouts, first run in the process (pays the imports before the fork) and later ones.
+
+Times in seconds: median (min, max) of `--repeat` runs. The browser test (tests/test_browser.py) adds the page:
+it writes artifacts/browser_timings.json with the time from the click on "start" to the first point in the chart.
+Prints one JSON object. Run: `python benchmarks/dashboard.py [--repeat 3]`.
+"""
+import argparse, json, os, platform, statistics, time
+
+
+def stats(xs):
+    return {"median": statistics.median(xs), "min": min(xs), "max": max(xs), "n": len(xs)}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--steps", type=int, default=5)
+    a = ap.parse_args()
+    out = {"machine": {"python": platform.python_version(), "cpus": os.cpu_count(), "load": os.getloadavg()}}
+
+    t0 = time.perf_counter()
+    from supernode_nb.dashstate import DashboardState, RunController, local_launcher, valid_choices, warm_imports
+    from supernode_nb.widgets import StrategyPicker, PlacementView, ScheduleView, EstimateView
+    out["import_s"] = time.perf_counter() - t0
+
+    picks = {"local 4": dict(world=4), "cloudmatrix384 x1, tp8 pp4": dict(topology="cloudmatrix384", topo_size=1, world=384, tp=8, pp=4),
+             "dgx-h100 1024 nodes, tp8 pp8": dict(topology="dgx-h100-superpod", topo_size=1024, world=8192, tp=8, pp=8)}
+    out["valid_choices_s"], out["degree_change_all_views_s"] = {}, {}
+    for name, kw in picks.items():
+        s = DashboardState(**kw)
+        f = s.fields()
+        ts = []
+        for _ in range(a.repeat):
+            t = time.perf_counter(); valid_choices(f, s.max_world); ts.append(time.perf_counter() - t)
+        out["valid_choices_s"][name] = stats(ts)
+        views = [StrategyPicker(s), PlacementView(s, debounce=0), ScheduleView(s, debounce=0), EstimateView(s, debounce=0)]
+        ts = []
+        for i in range(a.repeat):
+            t = time.perf_counter(); s.pp = 2 if s.pp != 2 else 1; ts.append(time.perf_counter() - t)
+        out["degree_change_all_views_s"][name] = stats(ts)
+        assert all(not getattr(v, "log", None) or not v.log.entries for v in views), [v.log.entries for v in views]
+
+    t = time.perf_counter(); warm_imports(); out["warm_imports_s"] = time.perf_counter() - t
+    runs = {"dp2": dict(world=2), "tp2 dp2": dict(world=4, tp=2), "dp2 pp2": dict(world=4, pp=2), "tiny-moe ep2 dp2": dict(model="tiny-moe", world=2, ep=2)}
+    out["run"] = {}
+    for name, kw in runs.items():
+        first, done = [], []
+        for _ in range(a.repeat):
+            s = DashboardState(steps=a.steps, **kw)
+            t = time.monotonic(); rc = RunController(s, local_launcher, interval=0.02).start()
+            assert rc.join(300) and s.status == "done", (name, s.status, s.failure)
+            done.append(time.monotonic() - t); first.append(rc.first_record_s)
+        out["run"][name] = {"start_to_first_record_s": stats(first), "start_to_done_s": stats(done), "steps": a.steps}
+    print(json.dumps(out, indent=1))
+
+
+if __name__ == "__main__":
+    main()
