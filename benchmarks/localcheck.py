@@ -42,8 +42,7 @@ def main(argv=None):
                        "uptime_before": up0, "uptime_after": _uptime(), "sweep_s": round(time.monotonic() - t0, 1)},
            "settings": {"steps": a.steps, "skip": a.skip, "threads_per_rank": 1,
                         "measured": "median over steps of the slowest rank's wall (step) and of the rank-mean of each part"},
-           "calibration": {k: (v if k in ("links", "detail") else _r(v, 9)) for k, v in calib.to_dict().items() if not isinstance(v, str)}
-                          | {"model": calib.model},
+           "calibration": {k: (_r(v, 9) if isinstance(v, float) else v) for k, v in calib.to_dict().items()},
            "layouts": {}}
     for name, g in df.groupby("layout", sort=False):
         st = g[g.part == "step"].iloc[0]
