@@ -23,6 +23,7 @@ $(VENV)/.installed: pyproject.toml
 	@touch $@
 
 setup: $(VENV)/.installed
+	@mkdir -p $(JUPYTER_CONFIG_DIR) $(JUPYTER_DATA_DIR) $(JUPYTER_RUNTIME_DIR) $(IPYTHONDIR)
 
 demo: setup
 	$(BIN)/supernode-nb demo --out demo.html

@@ -16,8 +16,11 @@ ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-net
         "--disable-sync", "--no-first-run", "--disable-quic"]
 ARTIFACTS = ROOT / "artifacts"
 NOTEBOOK = Path(os.environ.get("SNB_BROWSER_NOTEBOOK", ROOT / "examples" / "dashboard.ipynb"))   # e.g. nbs/50_widgets.ipynb
-STEPS = 6
+STEPS = 20   # long enough (several seconds) that the kernel is sampled idle while the run streams
 
+# Outside CI a missing browser skips with the reason; in CI (.ci/run sets SNB_REQUIRE_BROWSER=1) it fails.
+if not os.path.exists(CHROMIUM) and os.environ.get("SNB_REQUIRE_BROWSER") == "1":
+    raise RuntimeError(f"{CHROMIUM} is absent but SNB_REQUIRE_BROWSER=1: apt-get install -y chromium chromium-driver")
 pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM),
                                 reason=f"{CHROMIUM} is absent: apt-get install -y chromium chromium-driver (never `playwright install`)")
 
