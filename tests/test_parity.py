@@ -65,6 +65,9 @@ def test_parity(name, model, world, cfg, opt, kw):
         for d in r["records"]:
             parts = d["data_s"] + d["compute_s"] + sum(d["comm_s"].values()) + d["bubble_s"] + d["other_s"]
             assert abs(parts - d["wall_s"]) < 1e-9 and d["compute_s"] > 0
+            # other_s is the remainder, so the sum is exact by construction; what can fail is a part measured twice
+            # (e.g. a pp wait counted as comm and bubble): then the remainder goes negative
+            assert min(d["data_s"], d["bubble_s"], d["other_s"], *d["comm_s"].values()) >= 0, d
     if spec.is_moe:   # expert counts are recorded each step: top-k assignments of this rank's tokens per layer
         d = res[0]["records"][0]
         toks = cfg["global_batch_size"] // cfg.get("dp", 1) * spec.seq_len

@@ -51,6 +51,7 @@ def test_run_json_matches_single_process():
         for r in st["ranks"]:
             assert set(r) >= KEYS
             assert abs(r["data_s"] + r["compute_s"] + sum(r["comm_s"].values()) + r["bubble_s"] + r["other_s"] - r["wall_s"]) < 1e-9
+            assert min(r["data_s"], r["bubble_s"], r["other_s"], *r["comm_s"].values()) >= 0 and r["compute_s"] > 0   # nothing counted twice
     stage1 = [r for r in res["steps"][1]["ranks"] if r["coords"]["pp"] == 1]
     assert all(r["bubble_s"] > 0 for r in stage1)                        # the last stage waits for the first
     ref = _reference(global_batch_size=8)                                # the CLI default (runner.DEFAULT_GLOBAL_BATCH)
