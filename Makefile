@@ -42,8 +42,10 @@ check-sync:
 nbtest:
 	$(BIN)/nbdev-test --n-workers 2 --timing
 
+# tests/ (tests/test_readme_outputs.py re-runs nbs/index.ipynb and compares the outputs the README shows,
+# strictly), and nbval-lax over the tutorials and examples, whose outputs vary run to run
 pytest:
-	$(PY) -m pytest tests $(if $(wildcard examples/*.ipynb),--nbval-lax examples,) -p no:cacheprovider
+	$(PY) -m pytest tests --nbval-lax nbs/tutorials $(wildcard examples/*.ipynb) -p no:cacheprovider
 
 lab: setup
 	$(BIN)/jupyter lab --ip=127.0.0.1 --no-browser nbs/50_widgets.ipynb

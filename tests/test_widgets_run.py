@@ -90,10 +90,11 @@ def test_killed_rank_is_named_with_its_layer():
     dt = time.monotonic() - t0
     assert s.status == "failed"
     assert s.failure["rank"] == victim_rank, s.failure
-    assert s.failure["layer"] == "scheduling & orchestration" and "exited with code -9" in s.failure["message"], s.failure
+    assert s.failure["layer"] == "scheduling & orchestration" and "killed by SIGKILL" in s.failure["message"], s.failure
+    assert "last op" in s.failure["message"], s.failure                     # what it was doing (faults.supervise)
     assert s.rank_states[victim_rank]["state"] == "failed"
     print(f"killed rank reported after {dt:.2f} s: {s.failure}")
-    assert dt < 40
+    assert dt < 15                                                         # seconds, not a group timeout
     assert not _wait_gone(before)
 
 
