@@ -141,3 +141,15 @@ def test_run_on_an_ipyparallel_cluster():
         rc2.stop(); assert rc2.join(60)
         assert s2.status == "stopped"
     assert not _wait_gone(before, timeout=15)
+
+
+def test_dashboard_runs_are_archived(tmp_path, monkeypatch):
+    "Issue 7: every run is recorded — the dashboard's as well as the command line's."
+    monkeypatch.setenv("SUPERNODE_NB_ARCHIVE", "on"); monkeypatch.setenv("SUPERNODE_NB_HOME", str(tmp_path))
+    from supernode_nb.archive import Archive
+    s = DashboardState(world=2, steps=2)
+    rc = RunController(s, local_launcher, interval=0.05).start()
+    assert rc.join(120) and s.status == "done"
+    runs = Archive().list_runs()
+    assert len(runs) == 1 and runs[0].outcome == "ok" and runs[0].label == "dashboard"
+    assert len(runs[0].measured["losses"]) == 2
