@@ -9,6 +9,7 @@ rank and that the run finishes. Saves a screenshot to artifacts/ and prints the 
 import json, os, shutil, signal, socket, subprocess, sys, time, urllib.request, secrets
 from pathlib import Path
 import pytest
+from procs import descendants
 
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = "/usr/bin/chromium"
@@ -34,18 +35,6 @@ def _get(url: str, timeout: float = 5.0):
     with urllib.request.urlopen(url, timeout=timeout) as r: return json.loads(r.read() or b"null")
 
 
-def _children(pid: int) -> list[int]:
-    "Every descendant of `pid` (from /proc), deepest last."
-    kids = {}
-    for p in Path("/proc").iterdir():
-        if p.name.isdigit():
-            try: ppid = int((p / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError): continue
-            kids.setdefault(ppid, []).append(int(p.name))
-    out, todo = [], [pid]
-    while todo:
-        for c in kids.get(todo.pop(), []): out.append(c); todo.append(c)
-    return out
 
 
 @pytest.fixture(scope="module")
@@ -78,7 +67,7 @@ def lab(tmp_path_factory):
         for k in _get(f"{base}/api/kernels?token={token}"):
             urllib.request.urlopen(urllib.request.Request(f"{base}/api/kernels/{k['id']}?token={token}", method="DELETE"), timeout=5)
     except Exception: pass
-    left = _children(proc.pid)
+    left = descendants(proc.pid)
     proc.send_signal(signal.SIGTERM)
     try: proc.wait(15)
     except subprocess.TimeoutExpired: proc.kill(); proc.wait(5)

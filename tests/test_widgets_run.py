@@ -5,21 +5,11 @@ import os, signal, time
 from pathlib import Path
 import pytest
 from supernode_nb.dashstate import DashboardState, RunController, local_launcher
+from procs import descendants
 
 pytestmark = pytest.mark.timeout(300)
 
 
-def _descendants(pid: int) -> list[int]:
-    kids = {}
-    for p in Path("/proc").iterdir():
-        if p.name.isdigit():
-            try: ppid = int((p / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError): continue
-            kids.setdefault(ppid, []).append(int(p.name))
-    out, todo = [], [pid]
-    while todo:
-        for c in kids.get(todo.pop(), []): out.append(c); todo.append(c)
-    return out
 
 
 def _alive(pids) -> list[int]:
@@ -35,7 +25,7 @@ def _wait_gone(before: set, timeout=10.0) -> list[int]:
     "Processes started by this test that are still alive after `timeout` s."
     deadline = time.monotonic() + timeout
     while True:
-        left = _alive(set(_descendants(os.getpid())) - before)
+        left = _alive(set(descendants(os.getpid())) - before)
         if not left or time.monotonic() > deadline: return left
         time.sleep(0.1)
 
@@ -49,7 +39,7 @@ def _wait(cond, timeout, step=0.02):
 
 
 def test_run_streams_every_rank_and_finishes():
-    before = set(_descendants(os.getpid()))
+    before = set(descendants(os.getpid()))
     s = DashboardState(world=4, tp=2, steps=3)
     rc = RunController(s, local_launcher, interval=0.05).start()
     assert rc.join(180), "run did not finish"
@@ -64,7 +54,7 @@ def test_run_streams_every_rank_and_finishes():
 
 
 def test_stop_ends_the_run_and_leaves_nothing():
-    before = set(_descendants(os.getpid()))
+    before = set(descendants(os.getpid()))
     s = DashboardState(world=2, steps=10_000)
     rc = RunController(s, local_launcher, interval=0.05).start()
     assert _wait(lambda: rc.log is not None and len(rc.log) >= 2, 120), s.status
@@ -76,14 +66,14 @@ def test_stop_ends_the_run_and_leaves_nothing():
 
 
 def test_killed_rank_is_named_with_its_layer():
-    before = set(_descendants(os.getpid()))
+    before = set(descendants(os.getpid()))
     s = DashboardState(world=2, steps=10_000)
     rc = RunController(s, local_launcher, interval=0.05).start()
     assert _wait(lambda: rc.log is not None and len(rc.log.complete_steps()) >= 2, 120), s.status
-    new = set(_descendants(os.getpid())) - before
+    new = set(descendants(os.getpid())) - before
     driver = [p for p in new if Path(f"/proc/{p}/stat").exists() and
               int(Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()[1]) == os.getpid()]
-    ranks = sorted(set(_descendants(driver[0])))                 # children of the driver, forked in rank order
+    ranks = sorted(set(descendants(driver[0])))                 # children of the driver, forked in rank order
     victim_rank = 1
     t0 = time.monotonic(); os.kill(ranks[victim_rank], signal.SIGKILL)
     assert rc.join(60), "the failure was not reported"
@@ -100,7 +90,7 @@ def test_killed_rank_is_named_with_its_layer():
 
 def test_dashboard_live_figure_fills_for_every_rank():
     from supernode_nb.widgets import Dashboard, _trace
-    before = set(_descendants(os.getpid()))
+    before = set(descendants(os.getpid()))
     d = Dashboard(world=2, steps=3, debounce=0, interval=0.05, warm=False)
     d.picker.controls["pp"].value = 2                               # dp2 -> pp2 with 2 micro-batches
     assert (d.state.pp, d.state.dp, d.state.microbatches) == (2, 1, 2)
@@ -128,7 +118,7 @@ def test_doctor_tab_reports():
 def test_run_on_an_ipyparallel_cluster():
     from supernode_nb.cluster import Cluster
     from supernode_nb.dashstate import cluster_launcher
-    before = set(_descendants(os.getpid()))
+    before = set(descendants(os.getpid()))
     s = DashboardState(world=2, steps=3)
     with Cluster(2, backend="gloo", timeout=20) as cl:
         rc = RunController(s, cluster_launcher(cl), interval=0.05).start()

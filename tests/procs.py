@@ -1,0 +1,16 @@
+"""Process-tree helpers shared by the tests that must prove nothing is left running."""
+from pathlib import Path
+
+
+def descendants(pid: int) -> list[int]:
+    "Every descendant of `pid` (read from /proc), deepest last."
+    kids = {}
+    for p in Path("/proc").iterdir():
+        if p.name.isdigit():
+            try: ppid = int((p / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError): continue
+            kids.setdefault(ppid, []).append(int(p.name))
+    out, todo = [], [pid]
+    while todo:
+        for c in kids.get(todo.pop(), []): out.append(c); todo.append(c)
+    return out
