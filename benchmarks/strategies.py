@@ -34,6 +34,14 @@ def _cpu_ratio(res, a, b):
     return sum(med(r["cpu"][a]) for r in res) / sum(med(r["cpu"][b]) for r in res)
 
 
+def _ours_vs_torch(res, world, diff_key):
+    "Medians, spread, the ours/torch ratio (wall and CPU), the goal, and the largest numerical difference over ranks."
+    mm = {k: med(v) for k, v in res[0]["times"].items()}
+    return {"step_s_median": mm, "step_s_rank0": {k: _spread(v) for k, v in res[0]["times"].items()},
+            "ratio_ours_over_torch": mm["ours"] / mm["torch"], "cpu_ratio_ours_over_torch": _cpu_ratio(res, "ours", "torch"),
+            "goal_ratio<=1.0": mm["ours"] / mm["torch"] <= 1.0, f"max_{diff_key}": max(r[diff_key] for r in res),
+            "oversubscribed": world > (os.cpu_count() or 1)}
+
 def _spread(xs):
     "Median and quartiles of a list of seconds, rounded to microseconds."
     q = statistics.quantiles(xs, n=4) if len(xs) > 1 else [xs[0]] * 3
@@ -138,12 +146,7 @@ def bench_pp(worlds=(2, 4), m=8, rounds=15):
     out = {}
     for p in worlds:
         res = spawn(_pp_vs_torch, p, m=m, rounds=rounds, timeout_s=600)
-        mm = {k: med(v) for k, v in res[0]["times"].items()}
-        out[f"p{p}"] = {"m": m, "step_s_median": mm, "step_s_rank0": {k: _spread(v) for k, v in res[0]["times"].items()},
-                        "ratio_ours_over_torch": mm["ours"] / mm["torch"], "cpu_ratio_ours_over_torch": _cpu_ratio(res, "ours", "torch"),
-                        "goal_ratio<=1.0": mm["ours"] / mm["torch"] <= 1.0,
-                        "max_grad_diff_vs_torch": max(r["grad_diff_vs_torch"] for r in res),
-                        "oversubscribed": p > (os.cpu_count() or 1)}
+        out[f"p{p}"] = {"m": m, **_ours_vs_torch(res, p, "grad_diff_vs_torch")}
     out["note"] = ("tiny-gpt split into p stages with model.stage_module; one sample = 2 pipeline steps (zero_grad + "
                    "1F1B over m micro-batches of 2x32 tokens); ours also broadcasts the losses to every stage")
     return out
@@ -270,12 +273,7 @@ def bench_tp(worlds=(2, 4), rounds=15):
     out = {}
     for t in worlds:
         res = spawn(_tp_vs_torch, t, rounds=rounds, timeout_s=600)
-        mm = {k: med(v) for k, v in res[0]["times"].items()}
-        out[f"tp{t}"] = {"step_s_median": mm, "step_s_rank0": {k: _spread(v) for k, v in res[0]["times"].items()},
-                         "ratio_ours_over_torch": mm["ours"] / mm["torch"], "cpu_ratio_ours_over_torch": _cpu_ratio(res, "ours", "torch"),
-                         "goal_ratio<=1.0": mm["ours"] / mm["torch"] <= 1.0,
-                         "max_diff_vs_torch": max(r["diff_vs_torch"] for r in res),
-                         "oversubscribed": t > (os.cpu_count() or 1)}
+        out[f"tp{t}"] = _ours_vs_torch(res, t, "diff_vs_torch")
     out["note"] = ("4 residual MLP blocks (h=256, ffn=1024; fc1 column-, fc2 row-parallel) on (4, 64, 256) "
                    "activations; one sample = 3 forward+backward passes; output and input-gradient compared with torch's")
     return out
