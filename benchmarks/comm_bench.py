@@ -7,15 +7,15 @@ wrapper's overhead against calling torch.distributed directly (goal: ≤ 3 % at 
 """
 import argparse, json, platform, sys, time
 import torch
-from supernode_nb.launch import spawn
-from supernode_nb.comm import bench_collectives, BENCH_OPS
+from supernode_nb.runtime.launch import spawn
+from supernode_nb.runtime.commbench import bench_collectives, BENCH_OPS
 
 def intrinsic_overhead(n=20000, repeats=7):
     """The wrapper's own cost, free of network noise: a 1-rank gloo group, same call with and without the
     wrapper (and with a recorder), best of `repeats` loops of `n` calls."""
     import torch.distributed as dist
-    from supernode_nb.core import free_port
-    from supernode_nb.comm import Comm, CommRecorder
+    from supernode_nb.foundation.core import free_port
+    from supernode_nb.comm.collectives import Comm, CommRecorder
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{free_port()}", rank=0, world_size=1)
     try:
         W = dist.group.WORLD

@@ -3,7 +3,7 @@
 - `valid_choices`: recomputing every control's valid options (run on every settled change of the pick), for a
   local pick and for a 384- and an 8,192-device topology;
 - a settled change of a degree with every view attached (picker, placement, schedule, estimate), per topology;
-- start -> first record and start -> done of a real run (`RunController` + `local_launcher`: supernode_nb.runner on
+- start -> first record and start -> done of a real run (`RunController` + `local_launcher`: supernode_nb.runtime.runner on
   local processes), for a few layouts, first run in the process (pays the imports before the fork) and later ones.
 
 Times in seconds: median (min, max) of `--repeat` runs. The browser test (tests/test_browser.py) adds the page:
@@ -25,8 +25,8 @@ def main():
     out = {"machine": {"python": platform.python_version(), "cpus": os.cpu_count(), "load": os.getloadavg()}}
 
     t0 = time.perf_counter()
-    from supernode_nb.dashstate import DashboardState, RunController, local_launcher, valid_choices, warm_imports
-    from supernode_nb.widgets import StrategyPicker, PlacementView, ScheduleView, EstimateView
+    from supernode_nb.ui.dashstate import DashboardState, RunController, local_launcher, valid_choices, warm_imports
+    from supernode_nb.ui.widgets import StrategyPicker, PlacementView, ScheduleView, EstimateView
     out["import_s"] = time.perf_counter() - t0
 
     picks = {"local 4": dict(world=4), "cloudmatrix384 x1, tp8 pp4": dict(topology="cloudmatrix384", topo_size=1, world=384, tp=8, pp=4),

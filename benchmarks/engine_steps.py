@@ -12,9 +12,9 @@ Prints one JSON document.
 import argparse, json, os, platform, statistics, time
 import torch
 
-from supernode_nb.config import get_model
-from supernode_nb.model import GPT, loss_fn, saved_activation_bytes, set_recompute
-from supernode_nb.runner import make_spec, run
+from supernode_nb.foundation.config import get_model
+from supernode_nb.parallel.model import GPT, loss_fn, saved_activation_bytes, set_recompute
+from supernode_nb.runtime.runner import make_spec, run
 
 med = statistics.median
 

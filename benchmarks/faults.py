@@ -9,10 +9,10 @@ import argparse, json, platform, tempfile, time
 from dataclasses import replace
 from pathlib import Path
 import torch
-from supernode_nb.faults import supervise, RankFailure, run_with_recovery, _steps_with_fault
-from supernode_nb.config import MODEL_PRESETS, ParallelConfig
-from supernode_nb.layout import RankLayout
-from supernode_nb.topology import get_topology
+from supernode_nb.runtime.faults import supervise, RankFailure, run_with_recovery, _steps_with_fault
+from supernode_nb.foundation.config import MODEL_PRESETS, ParallelConfig
+from supernode_nb.foundation.layout import RankLayout
+from supernode_nb.foundation.topology import get_topology
 
 
 def _fault_run(world, fault, **kw):

@@ -11,7 +11,7 @@ is shared: read the errors beside the load.
 """
 import argparse, json, math, os, platform, statistics, subprocess, sys, time
 import torch
-from supernode_nb.localcheck import LAYOUTS, calibrate_machine, local_check, measure, needed_links, resolve_layouts, summary
+from supernode_nb.runtime.calibrate import LAYOUTS, calibrate_machine, local_check, measure, needed_links, resolve_layouts, summary
 
 
 def _uptime() -> str:

@@ -6,9 +6,9 @@ Prints one JSON object. Run: `python benchmarks/placement.py [--repeat 5]`.
 """
 import argparse, json, platform, statistics, time
 import numpy as np
-from supernode_nb.layout import RankLayout
-from supernode_nb.scheduler import place
-from supernode_nb.topology import get_topology
+from supernode_nb.foundation.layout import RankLayout
+from supernode_nb.foundation.placement import place
+from supernode_nb.foundation.topology import get_topology
 
 CASES = [  # (label, topology preset, sizes, degrees, strategy, fraction of devices unhealthy)
     ("dgx-h100 1024 nodes, tp8 pp8 dp128", "dgx-h100-superpod", dict(nodes=1024), dict(tp=8, pp=8, dp=128), "topology-aware", 0.0),

@@ -6,9 +6,9 @@ Wall time depends on what else the machine runs (load_avg_1min is printed); cpu_
 import argparse, json, platform, statistics, time
 import os
 
-from supernode_nb.config import MODEL_PRESETS
-from supernode_nb.planner import plan, SearchSpace
-from supernode_nb.topology import get_topology, topology_for
+from supernode_nb.foundation.config import MODEL_PRESETS
+from supernode_nb.cost.planner import plan, SearchSpace
+from supernode_nb.foundation.topology import get_topology, topology_for
 
 CASES = [  # (model, topology preset, devices, global batch, search space)
     ("llama3-70b", "dgx-h100-superpod", 8192, 1024, SearchSpace()),

@@ -19,12 +19,12 @@ import argparse, json, os, platform, statistics, sys, time
 import torch
 from torch import nn
 import torch.distributed as dist
-from supernode_nb.comm import Comm
-from supernode_nb.config import MODEL_PRESETS
-from supernode_nb.dp import DataParallel, ZeroOptimizer
-from supernode_nb.launch import spawn
-from supernode_nb.layout import RankLayout
-from supernode_nb.pp import Event, Timeline, make_schedule, run_schedule, toy_blocks, simulate
+from supernode_nb.comm.collectives import Comm
+from supernode_nb.foundation.config import MODEL_PRESETS
+from supernode_nb.parallel.dp import DataParallel, ZeroOptimizer
+from supernode_nb.runtime.launch import spawn
+from supernode_nb.foundation.layout import RankLayout
+from supernode_nb.parallel.pp import Event, Timeline, make_schedule, run_schedule, toy_blocks, simulate
 
 med = statistics.median
 
@@ -57,7 +57,7 @@ def _tokens(spec, b, seed):
 # ------------------------------------------------------------------------------------------- DP vs DDP
 def _dp_vs_ddp(rank, world, preset="tiny-gpt", b=4, rounds=15, steps=2):
     from torch.nn.parallel import DistributedDataParallel as DDP
-    from supernode_nb.model import GPT, loss_fn
+    from supernode_nb.parallel.model import GPT, loss_fn
     spec = MODEL_PRESETS[preset]
     comm = Comm.from_layout(RankLayout(dp=world), rank, axes=("dp",))
     ours, ddp_m, zero_m, small_m = GPT(spec, 0), GPT(spec, 0), GPT(spec, 0), GPT(spec, 0)
@@ -110,7 +110,7 @@ def bench_dp(world=4, rounds=15, b=4, steps=2):
 # ------------------------------------------------------------------------------------------- PP vs Schedule1F1B
 def _pp_vs_torch(rank, world, preset="tiny-gpt", m=8, b=2, rounds=15, steps=2):
     from torch.distributed.pipelining import PipelineStage, Schedule1F1B
-    from supernode_nb.model import GPT, loss_fn, stage_module
+    from supernode_nb.parallel.model import GPT, loss_fn, stage_module
     spec = MODEL_PRESETS[preset]
     comm = Comm.from_layout(RankLayout(pp=world), rank, axes=("pp",))
     ours = stage_module(GPT(spec, 0), rank, world)
@@ -238,8 +238,8 @@ def bench_bubble(worlds=(2, 4), ms=tuple(range(1, 9)), repeats=3):
 def _tp_vs_torch(rank, world, hidden=256, ffn=1024, layers=4, b=4, s=64, rounds=15, steps=3):
     from torch.distributed.device_mesh import init_device_mesh
     from torch.distributed.tensor.parallel import parallelize_module, ColwiseParallel, RowwiseParallel
-    from supernode_nb.model import MLP
-    from supernode_nb.tp import parallel_mlp
+    from supernode_nb.parallel.model import MLP
+    from supernode_nb.parallel.tp import parallel_mlp
     comm = Comm.from_layout(RankLayout(tp=world), rank, axes=("tp",))
     mesh = init_device_mesh("cpu", (world,), mesh_dim_names=("tp",))
     def full(i):
@@ -268,8 +268,8 @@ def _tp_vs_torch(rank, world, hidden=256, ffn=1024, layers=4, b=4, s=64, rounds=
 
 
 def bench_tp(worlds=(2, 4), rounds=15):
-    try: import supernode_nb.tp  # noqa: F401
-    except ImportError: return {"todo": "supernode_nb.tp not available"}
+    try: import supernode_nb.parallel.tp  # noqa: F401
+    except ImportError: return {"todo": "supernode_nb.parallel.tp not available"}
     out = {}
     for t in worlds:
         res = spawn(_tp_vs_torch, t, rounds=rounds, timeout_s=600)

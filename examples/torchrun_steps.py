@@ -8,9 +8,9 @@ records go to `$SUPERNODE_NB_RECORDS.rank<R>.jsonl` when that variable is set. E
 """
 import argparse, json, sys
 import torch.distributed as dist
-from supernode_nb.cluster import init_from_env, steps_worker
-from supernode_nb.precheck import precheck_local
-from supernode_nb.layout import RankLayout
+from supernode_nb.runtime.cluster import init_from_env, steps_worker
+from supernode_nb.runtime.precheck import precheck_local
+from supernode_nb.foundation.layout import RankLayout
 
 
 def main(argv=None) -> int:

@@ -12,9 +12,9 @@ from datetime import timedelta
 
 import torch.distributed as dist
 
-from supernode_nb.config import ConfigError
-from supernode_nb.core import UsageError
-from supernode_nb.runner import assemble, spec_from_argv, step_table, train_worker
+from supernode_nb.foundation.config import ConfigError
+from supernode_nb.foundation.core import UsageError
+from supernode_nb.runtime.runner import assemble, spec_from_argv, step_table, train_worker
 
 
 def main(argv=None) -> int:

@@ -7,24 +7,24 @@ Docs: https://supernode-nb.github.io/supernode_nb/cli.html.md"""
 # %% ../nbs/90_cli.ipynb #a4d20b11
 from __future__ import annotations
 import importlib, sys
-from .core import UsageError
+from .foundation.core import UsageError
 
 # %% auto #0
 __all__ = ['COMMANDS', 'available', 'main']
 
 # %% ../nbs/90_cli.ipynb #d8c566b7
 COMMANDS: dict[str, str] = {  # name -> "module:function"
-    "validate":   "supernode_nb.config:cli_validate",
-    "layout":     "supernode_nb.layout:cli_layout",
-    "place":      "supernode_nb.scheduler:cli_place",
-    "demo":       "supernode_nb.demo:cli_demo",
-    "comm-bench": "supernode_nb.comm:cli_comm_bench",
-    "precheck":   "supernode_nb.precheck:cli_precheck",
-    "run":        "supernode_nb.runner:cli_run",
-    "estimate":   "supernode_nb.costmodel:cli_estimate",
-    "plan":       "supernode_nb.planner:cli_plan",
-    "doctor":     "supernode_nb.diagnostics:cli_doctor",
-    "archive":    "supernode_nb.archive:cli_archive",
+    "validate":   "supernode_nb.foundation.config:cli_validate",
+    "layout":     "supernode_nb.foundation.layout:cli_layout",
+    "place":      "supernode_nb.foundation.placement:cli_place",
+    "demo":       "supernode_nb.ui.demo:cli_demo",
+    "comm-bench": "supernode_nb.runtime.commbench:cli_comm_bench",
+    "precheck":   "supernode_nb.runtime.precheck:cli_precheck",
+    "run":        "supernode_nb.runtime.runner:cli_run",
+    "estimate":   "supernode_nb.cost.costmodel:cli_estimate",
+    "plan":       "supernode_nb.cost.planner:cli_plan",
+    "doctor":     "supernode_nb.ops.doctor:cli_doctor",
+    "archive":    "supernode_nb.ops.archive:cli_archive",
 }
 
 def _resolve(name: str):

@@ -1,8 +1,8 @@
 """The run archive under concurrent writers and through the real `supernode-nb archive` command."""
 import json, multiprocessing as mp, os, sqlite3, subprocess, sys
 import pytest
-from supernode_nb.archive import Archive, ArchiveError, _record_many
-from supernode_nb.config import MODEL_PRESETS, ParallelConfig
+from supernode_nb.foundation.store import Archive, ArchiveError, _record_many
+from supernode_nb.foundation.config import MODEL_PRESETS, ParallelConfig
 
 
 def test_four_writers_at_once(tmp_path):

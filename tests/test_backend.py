@@ -1,8 +1,8 @@
 """Backend choice and support table: gloo's table checked on a real process group; the NPU path with fake torch_npu packages."""
 import json, os, subprocess, sys, textwrap
 import pytest
-from supernode_nb.launch import spawn
-from supernode_nb.backend import (measure_support, compare_support, supports, check_support, probe_npu, pick,
+from supernode_nb.runtime.launch import spawn
+from supernode_nb.comm.backend import (measure_support, compare_support, supports, check_support, probe_npu, pick,
                                   UnsupportedError, DTYPES, SUPPORT)
 
 
@@ -56,7 +56,7 @@ def test_npu_without_cann_is_reported_not_raised(tmp_path):
     path = _fake_pkg(tmp_path, _NO_CANN)
     r = _py("""
         import json
-        from supernode_nb.backend import probe_npu, pick
+        from supernode_nb.comm.backend import probe_npu, pick
         print(json.dumps([probe_npu().to_dict(), probe_npu(isolated=True).to_dict(), pick().to_dict()]))
     """, path)
     assert r.returncode == 0, r.stderr
@@ -75,7 +75,7 @@ def test_autoload_failure_and_the_remedy(tmp_path):
     # with autoload off, the probe reports the reason
     r = _py("""
         import json
-        from supernode_nb.backend import probe_npu
+        from supernode_nb.comm.backend import probe_npu
         print(json.dumps(probe_npu(isolated=True).to_dict()))
     """, path)
     assert r.returncode == 0, r.stderr
@@ -87,7 +87,7 @@ def test_fake_npu_selects_hccl_and_checks_its_table(tmp_path):
     path = _fake_pkg(tmp_path, _FAKE_NPU)
     r = _py("""
         import json
-        from supernode_nb.backend import probe_npu, pick, versions, check_support, UnsupportedError
+        from supernode_nb.comm.backend import probe_npu, pick, versions, check_support, UnsupportedError
         p = probe_npu(); c = pick(); v = versions()
         try: check_support(c.backend, "all_reduce", "float64"); err = None
         except UnsupportedError as e: err = str(e)

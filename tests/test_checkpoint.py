@@ -3,12 +3,12 @@ single-process reference, a crash in every phase of a save, and corrupt files.""
 import json, os, shutil
 from dataclasses import replace
 import pytest, torch
-from supernode_nb.checkpoint import (train_worker, latest, list_checkpoints, verify, CheckpointError, load, MANIFEST)
-from supernode_nb.config import MODEL_PRESETS, ParallelConfig
-from supernode_nb.engine import reference_run
+from supernode_nb.parallel.checkpoint import (train_worker, latest, list_checkpoints, verify, CheckpointError, load, MANIFEST)
+from supernode_nb.foundation.config import MODEL_PRESETS, ParallelConfig
+from supernode_nb.parallel.engine import reference_run
 
 LOSS_RTOL = 1e-4     # fp32 AdamW: the engine's own parity tolerance for losses (engine.TOLERANCES["adamw"])
-from supernode_nb.launch import spawn, LaunchError
+from supernode_nb.runtime.launch import spawn, LaunchError
 
 GPT4 = replace(MODEL_PRESETS["tiny-gpt"], layers=4)            # divisible by pp 2 and 4
 MOE2 = replace(MODEL_PRESETS["tiny-moe"], layers=2)
@@ -96,7 +96,7 @@ def test_corrupt_checkpoint_named_and_nothing_overwritten(tmp_path):
 
 
 def test_doctor_verifies_a_checkpoint(tmp_path):
-    from supernode_nb.diagnostics import doctor, _check_checkpoint
+    from supernode_nb.ops.doctor import doctor, _check_checkpoint
     d = tmp_path / "ck"
     spawn(train_worker, 1, GPT4, ParallelConfig(global_batch_size=2), 1, str(d), 1)
     assert doctor(checkpoint=str(d), checks=[_check_checkpoint]).check("model", "checkpoint").verdict == "ok"

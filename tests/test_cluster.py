@@ -3,10 +3,10 @@ rank, cancel — and nothing left running. Figures measured here are printed (ru
 import json, os, signal, subprocess, sys, time
 import psutil
 import pytest
-from supernode_nb.cluster import Cluster, RunFailed, RankMissing, ClusterError, steps_worker, sleep_worker
-from supernode_nb.precheck import cli_precheck, precheck
-from supernode_nb.core import free_port
-from supernode_nb.layout import RankLayout
+from supernode_nb.runtime.cluster import Cluster, RunFailed, RankMissing, ClusterError, steps_worker, sleep_worker
+from supernode_nb.runtime.precheck import cli_precheck, precheck
+from supernode_nb.foundation.core import free_port
+from supernode_nb.foundation.layout import RankLayout
 
 pytestmark = pytest.mark.timeout(240)
 FIG = {}
@@ -125,7 +125,7 @@ def test_killed_rank_is_named_within_seconds_and_nothing_is_left():
     FIG["dead_rank_raise_incl_stop_s"] = t_raised - t_kill
     assert list(e.dead) == [2] and "SIGKILL" in e.dead[2], str(e)
     assert e.last[2]["step"] >= 3 and e.last[2]["last_op"]["op"] == "all_reduce"
-    assert str(e).startswith("run of supernode_nb.cluster.steps_worker failed after") and "rank 2 died" in str(e)
+    assert str(e).startswith("run of supernode_nb.runtime.cluster.steps_worker failed after") and "rank 2 died" in str(e)
     assert h.failure_seen_at - t_kill < 3.0
     assert e.cluster_stopped and c.processes() == []
     assert _none_left(all_pids), [p for p in all_pids if psutil.pid_exists(p)]

@@ -3,9 +3,9 @@ import json, subprocess, sys
 import pytest
 import torch
 import torch.distributed as dist
-from supernode_nb.launch import spawn, LaunchError
-from supernode_nb.layout import RankLayout
-from supernode_nb.comm import Comm, CommRecorder
+from supernode_nb.runtime.launch import spawn, LaunchError
+from supernode_nb.foundation.layout import RankLayout
+from supernode_nb.comm.collectives import Comm, CommRecorder
 
 
 def _matrix(rank, world, tp, numels):

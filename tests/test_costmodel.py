@@ -4,9 +4,9 @@ import json, subprocess, sys
 import numpy as np
 import pytest
 
-from supernode_nb.config import MODEL_PRESETS, ParallelConfig, check
-from supernode_nb.costmodel import estimate
-from supernode_nb.planner import SearchSpace, _violations, _configs, enumerate_configs, plan
+from supernode_nb.foundation.config import MODEL_PRESETS, ParallelConfig, check
+from supernode_nb.cost.costmodel import estimate
+from supernode_nb.cost.planner import SearchSpace, _violations, _configs, enumerate_configs, plan
 
 
 def cli(*args, timeout=120):

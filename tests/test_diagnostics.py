@@ -1,7 +1,7 @@
 """`supernode-nb doctor` for real: the multi-process checks on this machine, and the command's exit status."""
 import json, os, subprocess, sys, time
-from supernode_nb.diagnostics import doctor, LAYERS, leftover_processes
-from supernode_nb.config import MODEL_PRESETS, ParallelConfig
+from supernode_nb.ops.doctor import doctor, LAYERS, leftover_processes
+from supernode_nb.foundation.config import MODEL_PRESETS, ParallelConfig
 
 
 def test_doctor_full_on_two_ranks():

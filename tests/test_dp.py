@@ -7,11 +7,11 @@ for _v in ("JUPYTER_CONFIG_DIR", "JUPYTER_DATA_DIR", "JUPYTER_RUNTIME_DIR", "IPY
 import time
 import pytest, torch
 from torch import nn
-from supernode_nb.comm import Comm, CommRecorder
-from supernode_nb.dp import DataParallel, ZeroOptimizer, make_buckets, _dp_parity
-from supernode_nb.launch import spawn
-from supernode_nb.layout import RankLayout
-from supernode_nb.pp import layer_ranges, make_schedule, run_schedule, toy_blocks
+from supernode_nb.comm.collectives import Comm, CommRecorder
+from supernode_nb.parallel.dp import DataParallel, ZeroOptimizer, make_buckets, _dp_parity
+from supernode_nb.runtime.launch import spawn
+from supernode_nb.foundation.layout import RankLayout
+from supernode_nb.parallel.pp import layer_ranges, make_schedule, run_schedule, toy_blocks
 
 TOL = 1e-6   # fp32, absolute, on gradients, parameters and losses
 torch.optim.SGD([nn.Parameter(torch.zeros(1))], lr=0.1)   # import torch._dynamo once, before forking ranks

@@ -3,13 +3,13 @@ stopped, and the run restarted from its last checkpoint on the healthy devices (
 import json, time
 from dataclasses import replace
 import psutil, pytest
-from supernode_nb.checkpoint import train_worker
-from supernode_nb.config import MODEL_PRESETS, ParallelConfig
-from supernode_nb.engine import reference_run
-from supernode_nb.faults import supervise, RankFailure, run_with_recovery, _steps_with_fault
-from supernode_nb.launch import spawn
-from supernode_nb.layout import RankLayout
-from supernode_nb.topology import get_topology
+from supernode_nb.parallel.checkpoint import train_worker
+from supernode_nb.foundation.config import MODEL_PRESETS, ParallelConfig
+from supernode_nb.parallel.engine import reference_run
+from supernode_nb.runtime.faults import supervise, RankFailure, run_with_recovery, _steps_with_fault
+from supernode_nb.runtime.launch import spawn
+from supernode_nb.foundation.layout import RankLayout
+from supernode_nb.foundation.topology import get_topology
 
 GPT2 = replace(MODEL_PRESETS["tiny-gpt"], layers=2)
 LR, LOSS_RTOL = 1e-2, 1e-4

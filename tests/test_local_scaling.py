@@ -1,6 +1,6 @@
 """Issue 6: scaling measured locally beside the prediction (weak scaling over dp)."""
 import math
-from supernode_nb.localcheck import local_scaling, local_scaling_figure
+from supernode_nb.runtime.calibrate import local_scaling, local_scaling_figure
 
 
 def test_local_scaling_measured_beside_predicted():

@@ -4,7 +4,7 @@ Accuracy is not asserted (the machine is shared and noisy; `benchmarks/localchec
 import math, multiprocessing as mp
 import numpy as np
 import pytest
-from supernode_nb.localcheck import LAYOUTS, calibrate_machine, check_figure, local_check, predict, resolve_layouts
+from supernode_nb.runtime.calibrate import LAYOUTS, calibrate_machine, check_figure, local_check, predict, resolve_layouts
 
 
 @pytest.fixture(scope="module")

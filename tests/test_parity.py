@@ -11,9 +11,9 @@ Run with `-s` to see the measured errors.
 import pytest
 import torch
 
-from supernode_nb.config import get_model
-from supernode_nb.engine import reference_run, parity_worker, TOLERANCES
-from supernode_nb.launch import spawn
+from supernode_nb.foundation.config import get_model
+from supernode_nb.parallel.engine import reference_run, parity_worker, TOLERANCES
+from supernode_nb.runtime.launch import spawn
 
 # (id, model, world, config, optimizer, extra kwargs)
 CASES = [

@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from supernode_nb.config import ConfigError
-from supernode_nb.layout import RankLayout
-from supernode_nb.scheduler import STRATEGIES, PlacementError, check_placement, place
-from supernode_nb.topology import TOPOLOGY_PRESETS, SIZE_PARAM, get_topology
+from supernode_nb.foundation.config import ConfigError
+from supernode_nb.foundation.layout import RankLayout
+from supernode_nb.foundation.placement import STRATEGIES, PlacementError, check_placement, place
+from supernode_nb.foundation.topology import TOPOLOGY_PRESETS, SIZE_PARAM, get_topology
 
 ROOT = Path(__file__).resolve().parent.parent
 # supernode_nb.cli has no `__main__` guard yet, so `python -m supernode_nb.cli` would do nothing: call main() instead.

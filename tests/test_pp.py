@@ -7,10 +7,10 @@ for _v in ("JUPYTER_CONFIG_DIR", "JUPYTER_DATA_DIR", "JUPYTER_RUNTIME_DIR", "IPY
 import pytest, torch
 from torch import nn
 from hypothesis import given, settings, strategies as st
-from supernode_nb.comm import Comm, CommRecorder
-from supernode_nb.launch import spawn
-from supernode_nb.layout import RankLayout
-from supernode_nb.pp import (Action, SCHEDULES, Timeline, Event, check_schedule, layer_ranges, make_schedule,
+from supernode_nb.comm.collectives import Comm, CommRecorder
+from supernode_nb.runtime.launch import spawn
+from supernode_nb.foundation.layout import RankLayout
+from supernode_nb.parallel.pp import (Action, SCHEDULES, Timeline, Event, check_schedule, layer_ranges, make_schedule,
                              run_schedule, simulate, virtual_stage, _pp_parity, _link)
 
 TOL = 1e-6   # fp32, absolute, on losses and gradients
@@ -131,8 +131,8 @@ def test_token_pipeline_and_records(kind):
 def _gpt_worker(rank, world_size, kind="1f1b", v=1, m=4, b=2):
     "A's GPT cut with model.stage_module, run by our executor, vs the whole GPT on the whole batch."
     from dataclasses import replace
-    from supernode_nb.config import MODEL_PRESETS
-    from supernode_nb.model import GPT, loss_fn, stage_module
+    from supernode_nb.foundation.config import MODEL_PRESETS
+    from supernode_nb.parallel.model import GPT, loss_fn, stage_module
     spec = replace(MODEL_PRESETS["tiny-gpt"], layers=4)
     ref, model = GPT(spec, 0), GPT(spec, 0)
     g = torch.Generator().manual_seed(9)

@@ -2,8 +2,8 @@
 with axis and last op, within seconds; every rank is stopped and no process is left."""
 import time
 import psutil, pytest
-from supernode_nb.launch import LaunchError
-from supernode_nb.runner import make_spec, run
+from supernode_nb.runtime.launch import LaunchError
+from supernode_nb.runtime.runner import make_spec, run
 
 
 def _children():

@@ -6,7 +6,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from supernode_nb.core import free_port
+from supernode_nb.foundation.core import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -33,7 +33,7 @@ def _run(args, timeout=240):
 
 def _reference(steps=2, **cfg):
     "Losses of the single-process run (in this process) — what `supernode-nb run --world 1` prints."
-    from supernode_nb.runner import make_spec, run
+    from supernode_nb.runtime.runner import make_spec, run
     return run(make_spec("tiny-gpt", steps=steps, **cfg))["losses"]
 
 
@@ -115,8 +115,8 @@ def test_torchrun_example():
 @pytest.mark.timeout(240)
 def test_train_worker_on_ipyparallel_engines():
     "The same worker on a 2-engine ipyparallel cluster, each step's record streamed live through `cluster.publish`."
-    from supernode_nb.cluster import Cluster, publish
-    from supernode_nb.runner import make_spec, train_worker, assemble, run
+    from supernode_nb.runtime.cluster import Cluster, publish
+    from supernode_nb.runtime.runner import make_spec, train_worker, assemble, run
     spec = make_spec("tiny-gpt", steps=3, tp=2, micro_batch_size=2, global_batch_size=4)
     with Cluster(2, timeout=20) as c:
         h = c.run_async(train_worker, spec, publish=publish)

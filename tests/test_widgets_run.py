@@ -1,10 +1,10 @@
-"""The dashboard's run path with real ranks: `RunController` + `local_launcher` (supernode_nb.runner on local
+"""The dashboard's run path with real ranks: `RunController` + `local_launcher` (supernode_nb.runtime.runner on local
 processes) — a run streams every rank's records, a stop ends it, a killed rank is named, and nothing is left
 running; the dashboard's live figure fills for every rank; the doctor tab runs."""
 import os, signal, time
 from pathlib import Path
 import pytest
-from supernode_nb.dashstate import DashboardState, RunController, local_launcher
+from supernode_nb.ui.dashstate import DashboardState, RunController, local_launcher
 from procs import descendants
 
 pytestmark = pytest.mark.timeout(300)
@@ -89,7 +89,7 @@ def test_killed_rank_is_named_with_its_layer():
 
 
 def test_dashboard_live_figure_fills_for_every_rank():
-    from supernode_nb.widgets import Dashboard, _trace
+    from supernode_nb.ui.widgets import Dashboard, _trace
     before = set(descendants(os.getpid()))
     d = Dashboard(world=2, steps=3, debounce=0, interval=0.05, warm=False)
     d.picker.controls["pp"].value = 2                               # dp2 -> pp2 with 2 micro-batches
@@ -107,7 +107,7 @@ def test_dashboard_live_figure_fills_for_every_rank():
 
 
 def test_doctor_tab_reports():
-    from supernode_nb.widgets import DoctorView
+    from supernode_nb.ui.widgets import DoctorView
     s = DashboardState(world=2)
     dv = DoctorView(s)
     dv.run(wait=True)
@@ -116,8 +116,8 @@ def test_doctor_tab_reports():
 
 
 def test_run_on_an_ipyparallel_cluster():
-    from supernode_nb.cluster import Cluster
-    from supernode_nb.dashstate import cluster_launcher
+    from supernode_nb.runtime.cluster import Cluster
+    from supernode_nb.ui.dashstate import cluster_launcher
     before = set(descendants(os.getpid()))
     s = DashboardState(world=2, steps=3)
     with Cluster(2, backend="gloo", timeout=20) as cl:
@@ -136,7 +136,7 @@ def test_run_on_an_ipyparallel_cluster():
 def test_dashboard_runs_are_archived(tmp_path, monkeypatch):
     "Issue 7: every run is recorded — the dashboard's as well as the command line's."
     monkeypatch.setenv("SUPERNODE_NB_ARCHIVE", "on"); monkeypatch.setenv("SUPERNODE_NB_HOME", str(tmp_path))
-    from supernode_nb.archive import Archive
+    from supernode_nb.foundation.store import Archive
     s = DashboardState(world=2, steps=2)
     rc = RunController(s, local_launcher, interval=0.05).start()
     assert rc.join(120) and s.status == "done"
