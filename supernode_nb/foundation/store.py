@@ -11,14 +11,14 @@ from contextlib import contextmanager
 from dataclasses import dataclass, asdict, field, fields, is_dataclass
 from pathlib import Path
 from typing import Any, Iterable
+from fastcore.basics import patch
 from .core import Parser, UsageError, emit
 from .config import (ModelSpec, ParallelConfig, MODEL_PRESETS, add_model_args, add_parallel_args,
                                  config_from_args, model_from_args)
 
 # %% auto #0
 __all__ = ['SCHEMA_VERSION', 'default_path', 'plain', 'topology_summary', 'summarize_steps', 'ArchiveError', 'RunRecord',
-           'Archive', 'record', 'record_run', 'record_plan', 'record_result', 'get', 'list_runs', 'table',
-           'auto_record']
+           'Archive', 'auto_record']
 
 # %% ../../nbs/00_foundation/05_store.ipynb #7689e3c1
 def default_path() -> Path:
@@ -171,7 +171,8 @@ def _file_lock(path: Path):
         try: yield
         finally: fcntl.flock(f, fcntl.LOCK_UN)
 
-def _prepare(self):
+@patch
+def _prepare(self:Archive):
     "Create or check the archive file: WAL mode, schema at our version; refuse foreign, corrupt or newer files."
     self.path.parent.mkdir(parents=True, exist_ok=True)
     with _file_lock(self.path):
@@ -197,8 +198,6 @@ def _prepare(self):
         finally: con.close()
     self._ready = True
 
-Archive._prepare = _prepare
-
 # %% ../../nbs/00_foundation/05_store.ipynb #869c9942
 def _versions() -> dict:
     "Versions of what a record depends on, read from package metadata (no import of torch): python, platform, packages."
@@ -220,7 +219,8 @@ def _measured(measured: Any) -> dict | None:
         if m.get("losses"): m["summary"]["final_loss"] = m["losses"][-1]
     return m
 
-def record(self, kind: str, model: ModelSpec | dict, config: ParallelConfig | dict, *, label: str = "",
+@patch
+def record(self:Archive, kind: str, model: ModelSpec | dict, config: ParallelConfig | dict, *, label: str = "",
            topology=None, placement=None, estimate=None, measured=None, outcome: str = "ok", error: str = "",
            started: float | None = None, finished: float | None = None, versions: dict | None = None,
            extra: dict | None = None, world_size: int | None = None) -> int:
@@ -242,21 +242,22 @@ def record(self, kind: str, model: ModelSpec | dict, config: ParallelConfig | di
         cur = con.execute(f"INSERT INTO runs ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})", list(row.values()))
         return int(cur.lastrowid)
 
-def record_run(self, model, config, *, outcome: str = "ok", **kw) -> int:
+@patch
+def record_run(self:Archive, model, config, *, outcome: str = "ok", **kw) -> int:
     "Archive a run (config, topology, placement, estimate, measured, outcome, times); return its id."
     return self.record("run", model, config, outcome=outcome, **kw)
 
-def record_plan(self, model, config, *, topology=None, placement=None, estimate=None, label: str = "", **kw) -> int:
+@patch
+def record_plan(self:Archive, model, config, *, topology=None, placement=None, estimate=None, label: str = "", **kw) -> int:
     "Archive a plan: a configuration with its placement and estimate, not run; return its id."
     return self.record("plan", model, config, topology=topology, placement=placement, estimate=estimate,
                        label=label, outcome="planned", **kw)
 
-for f in (record, record_run, record_plan): setattr(Archive, f.__name__, f)
-
 # %% ../../nbs/00_foundation/05_store.ipynb #365b2cde
 _RUN_KEYS = ("steps", "seed", "optimizer", "lr", "capacity_factor", "world_size")
 
-def record_result(self, result: dict, *, outcome: str = "ok", error: str = "", started: float | None = None,
+@patch
+def record_result(self:Archive, result: dict, *, outcome: str = "ok", error: str = "", started: float | None = None,
                   finished: float | None = None, topology=None, placement=None, estimate=None, label: str = "",
                   extra: dict | None = None) -> int:
     "Archive the result of `runner.run` / `supernode-nb run --json`; return its id."
@@ -270,8 +271,6 @@ def record_result(self, result: dict, *, outcome: str = "ok", error: str = "", s
                            topology=topology, placement=placement, estimate=estimate, label=label, measured=measured,
                            extra={"run_args": run_args, **(extra or {})}, world_size=run_args.get("world"))
 
-Archive.record_result = record_result
-
 # %% ../../nbs/00_foundation/05_store.ipynb #9efbaeee
 def _row(r: sqlite3.Row) -> RunRecord:
     d = dict(r)
@@ -279,7 +278,8 @@ def _row(r: sqlite3.Row) -> RunRecord:
     d["versions"], d["extra"] = d["versions"] or {}, d["extra"] or {}
     return RunRecord(**{f.name: d[f.name] for f in fields(RunRecord)})
 
-def get(self, id: int) -> RunRecord:
+@patch
+def get(self:Archive, id: int) -> RunRecord:
     "The record with `id`; `ArchiveError` naming the id and the file when there is none."
     with self._connect() as con:
         r = con.execute("SELECT * FROM runs WHERE id = ?", (int(id),)).fetchone()
@@ -289,7 +289,8 @@ def get(self, id: int) -> RunRecord:
         raise ArchiveError(f"no run with id {id} in {self.path} ({have})")
     return _row(r)
 
-def list_runs(self, kind: str | None = None, model: str | None = None, outcome: str | None = None,
+@patch
+def list_runs(self:Archive, kind: str | None = None, model: str | None = None, outcome: str | None = None,
               label: str | None = None, since: float | None = None, limit: int | None = None,
               **degrees: int) -> list[RunRecord]:
     "Records, newest first, filtered by kind, model name, outcome, label substring, time, and degrees (`tp=2`)."
@@ -305,13 +306,12 @@ def list_runs(self, kind: str | None = None, model: str | None = None, outcome: 
     if not self.path.exists(): return []
     with self._connect() as con: return [_row(r) for r in con.execute(sql, args).fetchall()]
 
-def table(self, **filters):
+@patch
+def table(self:Archive, **filters):
     "`list_runs` as a pandas DataFrame of one-line summaries."
     import pandas as pd
     return pd.DataFrame([r.summary() for r in self.list_runs(**filters)],
                         columns=["id", "kind", "when", "model", "layout", "world", "outcome", "label", "step_s"]).set_index("id")
-
-for f in (get, list_runs, table): setattr(Archive, f.__name__, f)
 
 # %% ../../nbs/00_foundation/05_store.ipynb #a7a5174d
 def auto_record(result: dict, *, kind: str = "run", path=None, **kw) -> int | None:
