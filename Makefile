@@ -29,8 +29,8 @@ demo: setup
 	$(BIN)/supernode-nb demo --out demo.html
 
 # The whole suite: package in sync with notebooks, notebooks clean, nbdev-test over
-# every notebook, then pytest (tests/ and nbval over examples/*.ipynb); ends with
-# pytest's summary line.
+# the module notebooks, then pytest (tests/, nbval over the tutorials and examples/*.ipynb;
+# the 15 slowest cases timed); ends with pytest's summary line.
 test: setup check-sync nbtest pytest
 
 # tests never write to the user's run archive
@@ -39,13 +39,14 @@ nbtest pytest: export SUPERNODE_NB_ARCHIVE=off
 check-sync:
 	@$(PY) tools/check_sync.py
 
+# module notebooks only: the tutorials run once, under nbval in `pytest` below
 nbtest:
-	$(BIN)/nbdev-test --n-workers 2 --timing
+	$(BIN)/nbdev-test --n-workers 2 --timing --skip-folder-re '^([_.]|tutorials$$)'
 
 # tests/ (tests/test_readme_outputs.py re-runs nbs/index.ipynb and compares the outputs the README shows,
 # strictly), and nbval-lax over the tutorials and examples, whose outputs vary run to run
 pytest:
-	$(PY) -m pytest tests --nbval-lax nbs/tutorials $(wildcard examples/*.ipynb) -p no:cacheprovider
+	$(PY) -m pytest tests --nbval-lax nbs/tutorials $(wildcard examples/*.ipynb) -p no:cacheprovider --durations=15
 
 lab: setup
 	$(BIN)/jupyter lab --ip=127.0.0.1 --no-browser nbs/50_widgets.ipynb

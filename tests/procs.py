@@ -14,3 +14,10 @@ def descendants(pid: int) -> list[int]:
     while todo:
         for c in kids.get(todo.pop(), []): out.append(c); todo.append(c)
     return out
+
+
+def cli(*args, timeout: float = 120, env: dict | None = None, input: str | None = None):
+    "Run `supernode-nb ARGS...` in a fresh interpreter (`python -m supernode_nb.cli`); the CompletedProcess, text mode."
+    import os, subprocess, sys
+    return subprocess.run([sys.executable, "-m", "supernode_nb.cli", *map(str, args)], capture_output=True, text=True,
+                          timeout=timeout, input=input, env={**os.environ, **(env or {})})

@@ -1,9 +1,7 @@
 """The `supernode-nb` command line as a script sees it: JSON on stdout, exit statuses, one-line errors."""
 import json, subprocess, sys
 import pytest
-
-def cli(*args, timeout=120):
-    return subprocess.run([sys.executable, "-m", "supernode_nb.cli", *args], capture_output=True, text=True, timeout=timeout)
+from procs import cli
 
 def test_validate_reports_every_error_and_exits_1():
     r = cli("validate", "--model", "llama3-8b", "--tp", "3", "--pp", "5", "--dp", "2", "--world", "32", "--json")
