@@ -11,9 +11,9 @@ from typing import Any
 from .core import AXES, DEFAULT_ORDER, Parser, UsageError, emit
 
 # %% auto #0
-__all__ = ['MODEL_PRESETS', 'SCHEDULES', 'RECOMPUTE', 'ModelSpec', 'num_params', 'get_model', 'ParallelConfig', 'ConfigError',
-           'check', 'validate', 'add_parallel_args', 'config_from_args', 'add_model_args', 'model_from_args',
-           'cli_validate']
+__all__ = ['MODEL_PRESETS', 'SCHEDULES', 'RECOMPUTE', 'DTYPES', 'ModelSpec', 'num_params', 'get_model', 'ParallelConfig',
+           'ConfigError', 'check', 'validate', 'add_parallel_args', 'config_from_args', 'add_model_args',
+           'model_from_args', 'cli_validate']
 
 # %% ../../nbs/00_foundation/01_config.ipynb #69602463
 @dataclass(frozen=True)
@@ -92,6 +92,7 @@ def get_model(name: str) -> ModelSpec:
 # %% ../../nbs/00_foundation/01_config.ipynb #1cc724b6
 SCHEDULES = ("gpipe", "1f1b", "interleaved")
 RECOMPUTE = ("none", "selective", "full")
+DTYPES = ("fp32", "bf16")
 
 @dataclass(frozen=True)
 class ParallelConfig:
@@ -108,6 +109,8 @@ class ParallelConfig:
     virtual_stages: int = 1           # model chunks per pipeline rank (interleaved 1F1B)
     zero: int = 0                     # ZeRO stage 0–3
     recompute: str = "none"           # activation recompute: none, selective, full
+    dtype: str = "fp32"               # parameters and activations: fp32, or bf16 (fp32 master weights and optimizer)
+    reduce_dtype: str = "fp32"        # dtype gradients are reduced in over dp (fp32 or bf16)
     order: str = DEFAULT_ORDER        # rank order, leftmost axis innermost
 
     @property
@@ -167,6 +170,8 @@ def check(model: ModelSpec, cfg: ParallelConfig, world_size: int | None = None) 
     if cfg.schedule not in SCHEDULES: e.append(f"schedule {cfg.schedule!r} unknown; use {', '.join(SCHEDULES)}")
     if cfg.recompute not in RECOMPUTE: e.append(f"recompute {cfg.recompute!r} unknown; use {', '.join(RECOMPUTE)}")
     if not 0 <= cfg.zero <= 3: e.append(f"zero={cfg.zero} must be 0, 1, 2 or 3")
+    for k in ("dtype", "reduce_dtype"):
+        if getattr(cfg, k) not in DTYPES: e.append(f"{k} {getattr(cfg, k)!r} unknown; use {', '.join(DTYPES)}")
     e += _check_order(cfg.order)
     if e and any(v < 1 for v in deg.values()): return e   # the rest divides by degrees
     tp, cp, dp, pp, ep, v = cfg.tp, cfg.cp, cfg.dp, cfg.pp, cfg.ep, cfg.virtual_stages
@@ -224,13 +229,16 @@ def add_parallel_args(p: Parser, world: bool = False):
     p.add_argument("--virtual-stages", type=int, default=1)
     p.add_argument("--zero", type=int, default=0)
     p.add_argument("--recompute", choices=RECOMPUTE, default="none")
+    p.add_argument("--dtype", choices=DTYPES, default="fp32", help="parameters and activations (bf16: fp32 master weights)")
+    p.add_argument("--reduce-dtype", choices=DTYPES, default="fp32", help="dtype of the gradient reduction over dp")
     if world: p.add_argument("--world", type=int, default=None, help="world size (default: the product of degrees)")
 
 def config_from_args(a) -> ParallelConfig:
     "The `ParallelConfig` named by parsed flags of `add_parallel_args`."
     return ParallelConfig(dp=a.dp, tp=a.tp, pp=a.pp, ep=a.ep, cp=a.cp, sequence_parallel=a.sequence_parallel,
                           micro_batch_size=a.micro_batch, global_batch_size=a.global_batch, schedule=a.schedule,
-                          virtual_stages=a.virtual_stages, zero=a.zero, recompute=a.recompute, order=a.order)
+                          virtual_stages=a.virtual_stages, zero=a.zero, recompute=a.recompute, order=a.order,
+                          dtype=getattr(a, "dtype", "fp32"), reduce_dtype=getattr(a, "reduce_dtype", "fp32"))
 
 def add_model_args(p: Parser):
     "`--model PRESET` or explicit dimensions (`--layers --hidden --heads --seq --vocab ...`)."
