@@ -7,6 +7,7 @@ Docs: https://supernode-nb.github.io/supernode_nb/20_comm/collectives.html.md"""
 # %% ../../nbs/20_comm/21_collectives.ipynb #8e7490af
 from __future__ import annotations
 import time
+from collections import deque
 from dataclasses import dataclass, asdict, field
 from datetime import timedelta
 from typing import Any, Sequence
@@ -16,8 +17,8 @@ from fastcore.basics import patch
 from ..foundation.layout import RankLayout
 
 # %% auto #0
-__all__ = ['COLLECTIVES', 'DEFAULT_AXES', 'CommRecord', 'CommRecorder', 'collective_cells', 'collective_figure', 'Comm',
-           'CommWork']
+__all__ = ['FLIGHT_STATES', 'COLLECTIVES', 'DEFAULT_AXES', 'CommRecord', 'CommRecorder', 'collective_cells', 'collective_figure',
+           'Comm', 'CommWork']
 
 # %% ../../nbs/20_comm/21_collectives.ipynb #819930c6
 @dataclass
@@ -36,9 +37,12 @@ class CommRecord:
     tag: str = ""             # free text, e.g. the layer that issued it
 
 class CommRecorder:
-    "Collects `CommRecord`s for one rank. Pass it explicitly; `enabled=False` (or no recorder) records nothing."
-    def __init__(self, rank: int = 0, enabled: bool = True):
+    "Collects `CommRecord`s for one rank, and keeps its last `flight_size` collectives in a ring (the flight recorder)."
+    def __init__(self, rank: int = 0,          # global rank of this process
+                 enabled: bool = True,         # keep `records` (False: only the flight ring)
+                 flight_size: int = 256):      # collectives the flight ring holds (0: no ring)
         self.rank, self.enabled, self.records, self.step = rank, enabled, [], None
+        self._flight, self._seq = (deque(maxlen=flight_size) if flight_size else None), {}
     @property
     def last(self) -> CommRecord | None: return self.records[-1] if self.records else None
     def add(self, axis, op, nbytes, group_size, start, end, wait_s, async_op=False, tag=""):
@@ -78,6 +82,34 @@ def to_chrome_trace(self: CommRecorder, pid: int | None = None) -> dict:
                    "args": {"bytes": r.nbytes, "group_size": r.group_size, "wait_s": r.wait_s, "async": r.async_op,
                             "step": r.step, "tag": r.tag}})
     return {"traceEvents": ev, "displayTimeUnit": "ms"}
+
+# %% ../../nbs/20_comm/21_collectives.ipynb #de1d4e46
+FLIGHT_STATES = ("posted", "running", "done")
+
+@patch
+def post(self: CommRecorder, axis: str, op: str,
+         ranks: Sequence[int],          # global ranks of the group it runs on
+         nbytes: int, dtype: str = "", async_op: bool = False) -> dict | None:
+    "Enter a collective in the flight ring (state `posted`); returns the entry to update, or None with no ring."
+    if self._flight is None: return None
+    g = tuple(ranks)
+    seq = self._seq[g] = self._seq.get(g, 0) + 1
+    e = {"rank": self.rank, "seq": seq, "group": g, "axis": axis, "op": op, "nbytes": int(nbytes), "dtype": dtype,
+         "state": "posted", "async": async_op, "step": self.step, "t_posted": time.time(), "t_running": None,
+         "t_done": None, "error": ""}
+    self._flight.append(e)
+    return e
+
+def _flight_state(e: dict | None, state: str, error: BaseException | None = None):
+    "Move a flight entry to `state` (stamping the time), or note the error that ended it."
+    if e is None: return
+    if error is not None: e["error"] = f"{type(error).__name__}: {str(error).strip().splitlines()[0][:160] if str(error).strip() else ''}"
+    else: e["state"], e["t_" + state] = state, time.time()
+
+@patch
+def flight(self: CommRecorder) -> list[dict]:
+    "The flight ring as plain dicts, oldest first (safe to call from a heartbeat thread)."
+    return [dict(e, group=list(e["group"])) for e in list(self._flight or ())]
 
 # %% ../../nbs/20_comm/21_collectives.ipynb #df483589
 COLLECTIVES = ("all_reduce", "reduce_scatter", "all_gather", "all_to_all", "broadcast", "send_recv")
@@ -160,16 +192,18 @@ class Comm:
 # %% ../../nbs/20_comm/21_collectives.ipynb #2f7d87f8
 class CommWork:
     "An in-flight collective: `wait()` blocks until done, records the exposed time, and returns the result."
-    def __init__(self, works, result, comm, axis, op, nbytes, start, finish=None):
+    def __init__(self, works, result, comm, axis, op, nbytes, start, finish=None, flight=None):
         self._works = works if isinstance(works, list) else [works]
-        self._result, self._finish, self._done = result, finish, False
+        self._result, self._finish, self._done, self._fl = result, finish, False, flight
         self._meta = (comm, axis, op, nbytes, start)
     def wait(self, timeout: float | None = None):
         if not self._done:
-            t0 = time.monotonic()
-            for w in self._works:
-                if w is not None: w.wait(timedelta(seconds=timeout)) if timeout else w.wait()
-            t1 = time.monotonic()
+            t0 = time.monotonic(); _flight_state(self._fl, "running")
+            try:
+                for w in self._works:
+                    if w is not None: w.wait(timedelta(seconds=timeout)) if timeout else w.wait()
+            except Exception as e: _flight_state(self._fl, "running", e); raise
+            t1 = time.monotonic(); _flight_state(self._fl, "done")
             comm, axis, op, nbytes, start = self._meta
             if self._finish is not None: self._result = self._finish()
             if comm.recorder is not None: comm.recorder.add(axis, op, nbytes, comm.size(axis), start, t1, t1 - t0, True)
@@ -178,17 +212,23 @@ class CommWork:
     def is_completed(self) -> bool: return self._done or all(w is None or w.is_completed() for w in self._works)
 
 @patch
-def _run(self: Comm, axis, op, nbytes, issue, result, async_op, finish=None, n=None):
+def _run(self: Comm, axis, op, nbytes, issue, result, async_op, finish=None, n=None, ranks=None, dtype=""):
     "Issue `issue()` (returns works or None), record it, and return the result or a `CommWork`."
+    rec = self.recorder
+    fl = rec.post(axis, op, ranks or self._group(axis)[0], nbytes, dtype, async_op) if rec is not None else None
     start = time.monotonic()
-    works = issue()
-    if async_op: return CommWork(works, result, self, axis, op, nbytes, start, finish)
-    if works is not None:
-        for w in (works if isinstance(works, list) else [works]): w.wait()
+    if not async_op: _flight_state(fl, "running")
+    try:
+        works = issue()
+        if async_op: return CommWork(works, result, self, axis, op, nbytes, start, finish, fl)
+        if works is not None:
+            for w in (works if isinstance(works, list) else [works]): w.wait()
+    except Exception as e: _flight_state(fl, "running", e); raise
+    _flight_state(fl, "done")
     out = finish() if finish is not None else result
-    if self.recorder is not None:
+    if rec is not None:
         end = time.monotonic()
-        self.recorder.add(axis, op, nbytes, n or self.size(axis), start, end, end - start, False)
+        rec.add(axis, op, nbytes, n or self.size(axis), start, end, end - start, False)
     return out
 
 class _Done:
@@ -199,6 +239,7 @@ class _Done:
 
 # %% ../../nbs/20_comm/21_collectives.ipynb #1fac6ae7
 def _nb(t: torch.Tensor) -> int: return t.numel() * t.element_size()
+def _dt(t: torch.Tensor) -> str: return str(t.dtype).removeprefix("torch.")
 
 # torch 2.13 renamed the tensor forms; older releases only have the *_into_tensor / *_tensor names
 _all_gather_1 = getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor
@@ -209,7 +250,7 @@ def all_reduce(self: Comm, t: torch.Tensor, axis: str, op: str = "sum", async_op
     "Reduce `t` over the group of `axis`, in place; returns `t`."
     ranks, pg = self._group(axis)
     if pg is None: return _Done(t) if async_op else t
-    return self._run(axis, "all_reduce", _nb(t), lambda: dist.all_reduce(t, op=_OPS[op], group=pg, async_op=async_op), t, async_op)
+    return self._run(axis, "all_reduce", _nb(t), lambda: dist.all_reduce(t, op=_OPS[op], group=pg, async_op=async_op), t, async_op, dtype=_dt(t))
 
 @patch
 def all_gather(self: Comm, t: torch.Tensor, axis: str, dim: int = 0, async_op: bool = False):
@@ -220,7 +261,7 @@ def all_gather(self: Comm, t: torch.Tensor, axis: str, dim: int = 0, async_op: b
     out = x.new_empty((n * x.shape[0],) + tuple(x.shape[1:]))
     fin = (lambda: out.movedim(0, dim)) if dim not in (0, -t.dim()) else None
     return self._run(axis, "all_gather", _nb(out), lambda: _all_gather_1(out, x, group=pg, async_op=async_op),
-                     out, async_op, fin)
+                     out, async_op, fin, dtype=_dt(t))
 
 @patch
 def reduce_scatter(self: Comm, t: torch.Tensor, axis: str, dim: int = 0, op: str = "sum", async_op: bool = False):
@@ -232,14 +273,15 @@ def reduce_scatter(self: Comm, t: torch.Tensor, axis: str, dim: int = 0, op: str
     out = x.new_empty((x.shape[0] // n,) + tuple(x.shape[1:]))
     fin = (lambda: out.movedim(0, dim)) if dim not in (0, -t.dim()) else None
     return self._run(axis, "reduce_scatter", _nb(x), lambda: _reduce_scatter_1(out, x, op=_OPS[op], group=pg, async_op=async_op),
-                     out, async_op, fin)
+                     out, async_op, fin, dtype=_dt(t))
 
 @patch
 def broadcast(self: Comm, t: torch.Tensor, axis: str, src: int = 0, async_op: bool = False):
     "Copy `t` from the rank at index `src` of the group to every rank, in place."
     ranks, pg = self._group(axis)
     if pg is None: return _Done(t) if async_op else t
-    return self._run(axis, "broadcast", _nb(t), lambda: dist.broadcast(t, src=ranks[src], group=pg, async_op=async_op), t, async_op)
+    return self._run(axis, "broadcast", _nb(t), lambda: dist.broadcast(t, src=ranks[src], group=pg, async_op=async_op), t, async_op,
+                     dtype=_dt(t))
 
 # %% ../../nbs/20_comm/21_collectives.ipynb #c1fc77a5
 @patch
@@ -272,7 +314,7 @@ def all_to_all(self: Comm, t: torch.Tensor, axis: str, in_splits: Sequence[int] 
     elif algorithm == "pairwise":
         issue = lambda: _pairwise(self, x, out, in_splits, out_splits, ranks, pg, async_op)
     else: raise ValueError(f"all_to_all algorithm {algorithm!r} unknown; use 'native' or 'pairwise'")
-    return self._run(axis, "all_to_all", _nb(x), issue, out, async_op)
+    return self._run(axis, "all_to_all", _nb(x), issue, out, async_op, dtype=_dt(x))
 
 def _pairwise(self, x, out, in_splits, out_splits, ranks, pg, async_op):
     "n-1 rounds: round k sends my block for index i+k and receives index i-k's block for me."
@@ -298,13 +340,13 @@ def _pairwise(self, x, out, in_splits, out_splits, ranks, pg, async_op):
 def send(self: Comm, t: torch.Tensor, axis: str, dst: int):
     "Send `t` to group index `dst` of `axis` (blocking)."
     ranks, pg = self._group(axis)
-    return self._run(axis, "send", _nb(t), lambda: dist.send(t.contiguous(), dst=ranks[dst], group=pg), None, False)
+    return self._run(axis, "send", _nb(t), lambda: dist.send(t.contiguous(), dst=ranks[dst], group=pg), None, False, dtype=_dt(t))
 
 @patch
 def recv(self: Comm, t: torch.Tensor, axis: str, src: int):
     "Receive into `t` from group index `src` of `axis` (blocking); returns `t`."
     ranks, pg = self._group(axis)
-    return self._run(axis, "recv", _nb(t), lambda: dist.recv(t, src=ranks[src], group=pg), t, False)
+    return self._run(axis, "recv", _nb(t), lambda: dist.recv(t, src=ranks[src], group=pg), t, False, dtype=_dt(t))
 
 @patch
 def batch_p2p(self: Comm, ops: Sequence[tuple[str, torch.Tensor, int]], axis: str, async_op: bool = False):
@@ -327,7 +369,7 @@ def barrier(self: Comm, axis: str | None = None, timeout: float | None = None):
     if timeout and self.backend == "gloo":
         issue = lambda: dist.monitored_barrier(group=pg, timeout=timedelta(seconds=timeout), wait_all_ranks=True)
     else: issue = lambda: dist.barrier(group=pg)
-    return self._run(name, "barrier", 0, issue, None, False, n=len(ranks))
+    return self._run(name, "barrier", 0, issue, None, False, n=len(ranks), ranks=ranks)
 
 # %% ../../nbs/20_comm/21_collectives.ipynb #7c8dbdcc
 def _check_wrappers(rank, world_size):
@@ -354,4 +396,5 @@ def _check_wrappers(rank, world_size):
     h = c.all_reduce(x.clone(), "dp", async_op=True); out["async"] = torch.allclose(h.wait(), sum(xs[r] for r in c.peers("dp")))
     c.barrier("tp"); c.barrier(timeout=10)
     out["records"] = [(r.axis, r.op, r.nbytes, r.group_size, r.async_op) for r in rec.records]
+    out["flight"] = rec.flight()
     return out
