@@ -326,6 +326,54 @@ def auto_record(result: dict, *, kind: str = "run", path=None, **kw) -> int | No
         print(f"supernode-nb: warning: not archived ({type(e).__name__}: {e})", file=sys.stderr)
         return None
 
+# %% ../../nbs/00_foundation/05_store.ipynb #7381431c
+_PROFILES = """CREATE TABLE IF NOT EXISTS profiles (
+    id INTEGER PRIMARY KEY AUTOINCREMENT, name TEXT NOT NULL, kind TEXT, host TEXT, topology TEXT,
+    created REAL NOT NULL, data JSON NOT NULL)"""
+
+@patch
+def save_profile(self:Archive, profile) -> int:
+    "Save a machine profile (a `MachineProfile` or its dict, with a name); return its id."
+    d = plain(profile)
+    if not isinstance(d, dict) or not d.get("name"): raise ValueError("a machine profile needs a name")
+    with self._connect(write=True) as con:
+        con.execute(_PROFILES)
+        cur = con.execute("INSERT INTO profiles (name, kind, host, topology, created, data) VALUES (?, ?, ?, ?, ?, ?)",
+                          (d["name"], d.get("kind"), d.get("host"), d.get("topology"), d.get("created") or time.time(),
+                           json.dumps(d, allow_nan=False)))
+        return int(cur.lastrowid)
+
+@patch
+def profiles(self:Archive, name: str | None = None, topology: str | None = None, host: str | None = None) -> list[dict]:
+    "Saved profiles, newest first: {id, name, kind, host, topology, created, data}."
+    if not self.path.exists(): return []
+    where, args = [], []
+    for col, v in (("name", name), ("topology", topology), ("host", host)):
+        if v is not None: where.append(f"{col} = ?"); args.append(v)
+    with self._connect() as con:
+        if not con.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='profiles'").fetchone(): return []
+        rows = con.execute("SELECT * FROM profiles" + (" WHERE " + " AND ".join(where) if where else "") + " ORDER BY id DESC", args)
+        return [dict(dict(r), data=json.loads(r["data"])) for r in rows.fetchall()]
+
+# %% ../../nbs/00_foundation/05_store.ipynb #0864bfb3
+def _profile_name(est: dict | None):
+    p = (est or {}).get("profile")
+    return p.get("name") if isinstance(p, dict) else p
+
+@patch
+def accuracy_pairs(self:Archive, profile: str | None = "*") -> list[dict]:
+    "Finished runs that carry their estimate, oldest first: ids, layout, profile, predicted and measured step, error %."
+    out = []
+    for r in self.list_runs(kind="run", outcome="ok"):
+        est, meas = r.estimate or {}, (r.measured or {}).get("summary") or {}
+        p, m = est.get("step_time_s", est.get("step_s")), meas.get("step_s")
+        name = _profile_name(est)
+        if not p or not m or (profile != "*" and name != profile): continue
+        s = r.summary()
+        out.append(dict(id=r.id, when=s["when"], model=s["model"], layout=s["layout"], world=r.world_size, label=r.label,
+                        profile=name, predicted_s=float(p), measured_s=float(m), error_pct=100 * (float(p) / float(m) - 1)))
+    return out[::-1]
+
 # %% ../../nbs/00_foundation/05_store.ipynb #e754d344
 def _record_many(path: str, n: int, tag: str) -> list[int]:
     "Test worker: record `n` plans labelled `tag`; return their ids."
