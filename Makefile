@@ -14,7 +14,7 @@ export JUPYTER_RUNTIME_DIR ?= $(CURDIR)/.jupyter_tmp/runtime
 export IPYTHONDIR ?= $(CURDIR)/.jupyter_tmp/ipython
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: setup demo test lab export clean-nbs check-sync nbtest pytest
+.PHONY: setup demo test lab docs export clean-nbs check-sync nbtest pytest
 
 $(VENV)/.installed: pyproject.toml
 	@test -x $(PY) || python3 -m venv $(VENV)
@@ -47,6 +47,10 @@ nbtest:
 # strictly), and nbval-lax over the tutorials and examples, whose outputs vary run to run
 pytest:
 	$(PY) -m pytest tests --nbval-lax nbs/tutorials $(wildcard examples/*.ipynb) -p no:cacheprovider --durations=15
+
+# The documentation site, offline, into _docs/ (MkDocs + mkdocs-jupyter; Quarto cannot be installed here)
+docs: setup
+	NO_MKDOCS_2_WARNING=1 $(PY) tools/build_docs.py --out _docs
 
 lab: setup
 	$(BIN)/jupyter lab --ip=127.0.0.1 --no-browser nbs/50_widgets.ipynb
