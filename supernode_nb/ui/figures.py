@@ -1,4 +1,4 @@
-"""Pictures as pure functions returning `plotly.graph_objects.Figure`: the topology, a placement coloured by any axis's groups, one rank's groups (the rank explorer), traffic per link level and plane, and the rank index grid of a layout.
+"""Pictures as pure functions returning `plotly.graph_objects.Figure`: the topology, a placement coloured by any axis's groups, one rank's groups (the rank explorer), traffic per link level and plane, the rank index grid of a layout, an estimate beside a measured step, and the planner's choice on several machines.
 
 Docs: https://supernode-nb.github.io/supernode_nb/60_ui/figures.html.md"""
 
@@ -14,10 +14,13 @@ from plotly.subplots import make_subplots
 from ..foundation.layout import RankLayout
 from ..foundation.placement import REPORT_AXES, Placement, _group_array
 from ..foundation.topology import Topology
+from .dashstate import PARTS, breakdown_parts
+
 
 # %% auto #0
-__all__ = ['PALETTE', 'FREE', 'BAD', 'AXIS_STYLE', 'device_xy', 'topology_figure', 'rank_hover', 'group_colors',
-           'placement_figure', 'rank_explorer_figure', 'traffic_figure', 'layout_grid_figure']
+__all__ = ['PALETTE', 'FREE', 'BAD', 'AXIS_STYLE', 'PART_COLORS', 'MEM_COLORS', 'device_xy', 'topology_figure', 'rank_hover',
+           'group_colors', 'placement_figure', 'rank_explorer_figure', 'traffic_figure', 'layout_grid_figure',
+           'estimate_parts', 'beside_figure', 'estimate_figure', 'choose_figure', 'records_figure']
 
 # %% ../../nbs/60_ui/60_figures.ipynb #67523df1
 PALETTE = qualitative.Dark24 + qualitative.Light24    # 48 distinct colours, cycled over groups
@@ -220,3 +223,81 @@ def layout_grid_figure(layout: RankLayout, color_by: str = "pp") -> go.Figure:
                       yaxis=dict(autorange="reversed", type="category"), xaxis=dict(type="category", side="top"),
                       height=160 + 40 * nrows, plot_bgcolor="white")
     return fig
+
+# %% ../../nbs/60_ui/60_figures.ipynb #4b5846f1
+PART_COLORS = dict(zip(PARTS, ("#4c78a8", "#f58518", "#e45756", "#b279a2", "#72b7b2", "#eeca3b", "#bab0ac", "#9d755d", "#d3d3d3")))
+MEM_COLORS = dict(parameters="#4c78a8", gradients="#72b7b2", optimizer="#f58518", activations="#e45756", comm_buffers="#bab0ac")
+
+def estimate_parts(est) -> dict[str, float]:
+    "A cost-model estimate's (or a step record's) breakdown in `PARTS`, seconds."
+    d = est.to_dict() if hasattr(est, "to_dict") else dict(est)
+    b = d.get("breakdown", d)
+    return breakdown_parts(dict(compute_s=b.get("compute_s"), comm_s=b.get("comm_s") or {}, bubble_s=b.get("bubble_s"),
+                                data_s=b.get("data_s"), other_s=b.get("other_s")))
+
+def beside_figure(means: list[dict],   # `runner.rank_means(result)`: each rank's mean step
+                  est) -> go.Figure:   # the cost model's `Estimate` (or its dict) for the same configuration
+    "Stacked bars in ms: each rank's measured mean step by part, and the estimate's parts beside them."
+    x = [f"rank {m['rank']}" for m in means] + ["estimate"]
+    cols = [estimate_parts(m) for m in means] + [estimate_parts(est)]
+    fig = go.Figure()
+    for p in PARTS:
+        y = [c[p] * 1e3 for c in cols]
+        if any(y): fig.add_bar(name=p, x=x, y=y, marker_color=PART_COLORS[p], hovertemplate="%{x}: %{y:.1f} ms " + p + "<extra></extra>")
+    fig.add_scatter(name="measured step (wall)", x=x[:-1], y=[m["wall_s"] * 1e3 for m in means], mode="markers",
+                    marker=dict(symbol="line-ew-open", size=28, color="#333", line_width=2))
+    d = est.to_dict() if hasattr(est, "to_dict") else dict(est)
+    fig.update_layout(barmode="stack", yaxis_title="ms per step", height=380, width=900, margin=dict(l=50, r=20, t=50, b=40),
+                      title=f"measured per rank beside the estimate ({d['step_time_s'] * 1e3:.0f} ms predicted)")
+    return fig
+
+# %% ../../nbs/60_ui/60_figures.ipynb #f59bee9b
+def estimate_figure(est) -> go.Figure:
+    "Memory per device by category against the limit, and the predicted step time by part."
+    d = est.to_dict() if hasattr(est, "to_dict") else dict(est)
+    fig = make_subplots(rows=1, cols=2, column_widths=[0.45, 0.55], horizontal_spacing=0.12,
+                        subplot_titles=(f"memory per device ({'OOM' if d.get('oom') else 'fits'})",
+                                        f"predicted step {d['step_time_s']:.4g} s"))
+    gib = 2 ** 30
+    for k, v in d.get("memory_breakdown", {}).items():
+        fig.add_bar(name=k, x=["fullest stage"], y=[v / gib], marker_color=MEM_COLORS.get(k), legendgroup="mem", row=1, col=1,
+                    hovertemplate=f"{k}: %{{y:.3f}} GiB<extra></extra>")
+    lim = d.get("memory_limit_bytes", 0) / gib
+    fig.add_scatter(name="device limit", x=["fullest stage"], y=[lim], mode="markers", marker=dict(symbol="line-ew-open", size=60,
+                    color="#cf222e", line_width=3), row=1, col=1, hovertemplate="limit %{y:.1f} GiB<extra></extra>")
+    for p, v in estimate_parts(d).items():
+        if v: fig.add_bar(name=p, x=[v], y=["estimate"], orientation="h", marker_color=PART_COLORS[p], legendgroup="parts",
+                          row=1, col=2, hovertemplate=f"{p}: %{{x:.4g}} s<extra></extra>")
+    fig.update_layout(barmode="stack", height=300, width=980, margin=dict(l=50, r=20, t=40, b=30))
+    fig.update_yaxes(title_text="GiB", row=1, col=1); fig.update_xaxes(title_text="s", row=1, col=2)
+    return fig
+
+# %% ../../nbs/60_ui/60_figures.ipynb #fdfb32f5
+def choose_figure(choices: list[dict]) -> go.Figure:
+    "Left: tokens/s of each machine's top plans; right: rejections by kind (memory, divisibility: plans; communication: families)."
+    fig = make_subplots(rows=1, cols=2, column_widths=[0.6, 0.4], horizontal_spacing=0.3,
+                        subplot_titles=("fastest plans that fit (tokens/s)", "rejected (log scale)"))
+    for j, c in enumerate(choices):
+        col = PALETTE[j]
+        ys = [f"{c['topology']} #{i + 1}: " + " ".join(f"{a}{r['config'][a]}" for a in ("tp", "cp", "pp", "dp", "ep") if r["config"][a] > 1)
+              for i, r in enumerate(c["top"])]
+        fig.add_bar(name=c["topology"], y=ys, x=[r["tokens_per_s"] for r in c["top"]], orientation="h", marker_color=col,
+                    legendgroup=c["topology"], row=1, col=1, hovertemplate="%{y}: %{x:,.0f} tokens/s<extra></extra>")
+        kinds = c["rejected_by"]
+        fig.add_bar(name=c["topology"], x=[f"{k}" for k in kinds], y=[max(v, 0) for v in kinds.values()], marker_color=col,
+                    legendgroup=c["topology"], showlegend=False, row=1, col=2, text=[f"{v:,}" for v in kinds.values()],
+                    hovertemplate="%{x}: %{y:,}<extra></extra>")
+    fig.update_yaxes(autorange="reversed", row=1, col=1); fig.update_yaxes(type="log", row=1, col=2)
+    fig.update_layout(barmode="group", height=120 + 40 * sum(len(c["top"]) for c in choices), width=1000,
+                      margin=dict(l=40, r=20, t=50, b=40))
+    return fig
+
+# %% ../../nbs/60_ui/60_figures.ipynb #07cc5a07
+def records_figure(rec: dict) -> go.Figure:
+    "A table of what the demo archived: the records' ids and the command that compares them."
+    rows = [("archive", rec.get("archive") or "off (SUPERNODE_NB_ARCHIVE=off)"), ("plan", rec.get("plan_id")),
+            ("small run's estimate", rec.get("small_plan_id")), ("small run", rec.get("run_id")), ("compare later", rec.get("compare"))]
+    rows = [(k, "—" if v is None else str(v)) for k, v in rows]
+    fig = go.Figure(go.Table(header=dict(values=["record", "id / command"], align="left"),
+                             cells=dict(values=[[r[0] for r in rows], [r[1] for r in rows]], align="left")))
+    return fig.update_layout(height=260, width=900, margin=dict(l=10, r=10, t=10, b=10))
