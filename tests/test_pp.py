@@ -10,8 +10,9 @@ from hypothesis import given, settings, strategies as st
 from supernode_nb.comm.collectives import Comm, CommRecorder
 from supernode_nb.runtime.launch import spawn
 from supernode_nb.foundation.layout import RankLayout
-from supernode_nb.parallel.pp import (Action, SCHEDULES, Timeline, Event, check_schedule, layer_ranges, make_schedule,
-                             run_schedule, simulate, virtual_stage, _pp_parity, _link)
+from supernode_nb.parallel.schedules import (Action, SCHEDULES, Timeline, Event, check_schedule, layer_ranges, make_schedule,
+                                             simulate, virtual_stage, _link)
+from supernode_nb.parallel.pp import run_schedule
 
 TOL = 1e-6   # fp32, absolute, on losses and gradients
 
@@ -29,8 +30,10 @@ def test_schedule_invariants(p, m, v, kind, t_b, t_comm):
         for c in range(vv):                     # m F and m B per chunk, F before B
             fs = [a.microbatch for a in acts if a.kind == "F" and a.chunk == c]
             bs = [a.microbatch for a in acts if a.kind == "B" and a.chunk == c]
-            assert sorted(fs) == sorted(bs) == list(range(m))
+            ws = [a.microbatch for a in acts if a.kind == "W" and a.chunk == c]
+            assert sorted(fs) == sorted(bs) == list(range(m)) and sorted(ws) == (list(range(m)) if kind == "zb-h1" else [])
             for i in range(m): assert acts.index(Action("F", i, c)) < acts.index(Action("B", i, c))
+            for i in ws: assert acts.index(Action("B", i, c)) < acts.index(Action("W", i, c))
     # every send has exactly one matching receive, in the same order on both ends of a link
     sends, recvs = {}, {}
     for s, acts in enumerate(sched):
@@ -40,10 +43,12 @@ def test_schedule_invariants(p, m, v, kind, t_b, t_comm):
                 (sends if a.kind.startswith("SEND") else recvs).setdefault((src, dst), []).append(msg)
     assert sends == recvs
     tl = simulate(sched, 1.0, t_b, t_comm)      # no deadlock
-    n_compute = sum(1 for e in tl.events if e.kind in ("F", "B"))
-    assert n_compute == 2 * m * p * vv
-    if t_comm == 0 and kind != "interleaved":
+    n_compute = sum(1 for e in tl.events if e.kind in ("F", "B", "W"))
+    assert n_compute == (3 if kind == "zb-h1" else 2) * m * p * vv
+    if t_comm == 0 and kind in ("gpipe", "1f1b"):
         assert abs(tl.bubble_fraction - (p - 1) / (m + p - 1)) < 1e-9
+    if t_comm == 0 and kind == "zb-h1" and t_b == 2.0 and m >= p:      # t_B = t_W = t_F
+        assert abs(tl.bubble_fraction - (p - 1) / (3 * m + p - 1)) < 1e-9
     if t_comm == 0 and kind == "interleaved" and t_b == 1.0:
         assert abs(tl.bubble_fraction - (p - 1) / (v * m + p - 1)) < 1e-9
 
@@ -74,16 +79,17 @@ def test_errors_name_the_numbers():
 
 # ---------------------------------------------------------------- the executor, against one process
 @pytest.mark.parametrize("kind,p,v,m,n_layers", [
-    ("gpipe", 4, 1, 8, 4), ("1f1b", 4, 1, 8, 8), ("1f1b", 3, 1, 5, 7), ("1f1b", 4, 1, 2, 4),
+    ("gpipe", 4, 1, 8, 4), ("1f1b", 4, 1, 8, 8), ("zb-h1", 4, 1, 8, 8), ("zb-h1", 3, 1, 5, 7), ("1f1b", 3, 1, 5, 7), ("1f1b", 4, 1, 2, 4),
     ("interleaved", 4, 2, 8, 8), ("interleaved", 2, 3, 4, 6), ("gpipe", 2, 1, 1, 3)])
 def test_parity(kind, p, v, m, n_layers):
-    res = spawn(_pp_parity, p, kind=kind, m=m, v=v, n_layers=n_layers, steps=2, timeout_s=120)
+    res = spawn("supernode_nb.parallel.pp:_pp_parity", p, kind=kind, m=m, v=v, n_layers=n_layers, steps=2, timeout_s=120)
     for r in res:
         assert r["loss_diff"] < TOL and r["grad_diff"] < TOL, (r["loss_diff"], r["grad_diff"])
     assert all(r["losses"] == res[0]["losses"] for r in res)          # the loss on every rank
     assert sorted(j for r in res for js in r["layers"] for j in js) == list(range(n_layers))
     tl = Timeline.merge([Timeline([Event(**e) for e in r["events"]], p) for r in res])
     assert sum(e.kind == "F" for e in tl.events) == m * p * v
+    assert sum(e.kind == "W" for e in tl.events) == (m * p if kind == "zb-h1" else 0)
     assert 0 <= tl.bubble_fraction < 1
 
 
@@ -112,7 +118,7 @@ def _lm_worker(rank, world_size, kind="1f1b", m=4):
                 bubble_s=res.bubble_s, pp_wait=pp_wait, compute_s=res.compute_s, wall_s=res.wall_s)
 
 
-@pytest.mark.parametrize("kind", ["gpipe", "1f1b"])
+@pytest.mark.parametrize("kind", ["gpipe", "1f1b", "zb-h1"])
 def test_token_pipeline_and_records(kind):
     m = 4
     res = spawn(_lm_worker, 2, kind=kind, m=m)
@@ -149,7 +155,7 @@ def _gpt_worker(rank, world_size, kind="1f1b", v=1, m=4, b=2):
     return dict(loss_diff=abs(res.loss - want.item()), diffs=diffs, names=sorted(refp))
 
 
-@pytest.mark.parametrize("kind,v", [("1f1b", 1), ("gpipe", 1), ("interleaved", 2)])
+@pytest.mark.parametrize("kind,v", [("1f1b", 1), ("gpipe", 1), ("interleaved", 2), ("zb-h1", 1)])
 def test_gpt_stages_parity(kind, v):
     res = spawn(_gpt_worker, 2, kind=kind, v=v)
     for r in res:

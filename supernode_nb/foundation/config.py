@@ -90,7 +90,7 @@ def get_model(name: str) -> ModelSpec:
     except KeyError: raise ConfigError([f"unknown model preset {name!r}; known: {', '.join(MODEL_PRESETS)}"]) from None
 
 # %% ../../nbs/00_foundation/01_config.ipynb #1cc724b6
-SCHEDULES = ("gpipe", "1f1b", "interleaved")
+SCHEDULES = ("gpipe", "1f1b", "interleaved", "zb-h1")
 RECOMPUTE = ("none", "selective", "full")
 DTYPES = ("fp32", "bf16")
 
@@ -105,7 +105,7 @@ class ParallelConfig:
     sequence_parallel: bool = False   # shard norms/dropout activations along the sequence over tp
     micro_batch_size: int = 1         # sequences per micro-batch per data-parallel rank
     global_batch_size: int | None = None  # sequences per step; None = micro_batch_size × dp × pp
-    schedule: str = "1f1b"            # pipeline schedule: gpipe, 1f1b, interleaved
+    schedule: str = "1f1b"            # pipeline schedule: gpipe, 1f1b, interleaved, zb-h1 (zero bubble)
     virtual_stages: int = 1           # model chunks per pipeline rank (interleaved 1F1B)
     zero: int = 0                     # ZeRO stage 0–3
     recompute: str = "none"           # activation recompute: none, selective, full
