@@ -167,12 +167,20 @@ def _resolve(path) -> Path:
     if lp is None: raise CheckpointError(f"no complete checkpoint in {p} (no step_N folder with a {MANIFEST})")
     return lp
 
+def _inside(p: Path, name: str) -> Path:
+    "File `name` of checkpoint folder `p`; an error if the manifest points outside it (`../`, an absolute path, a link out)."
+    fp = p / name
+    if Path(name).is_absolute() or ".." in Path(name).parts or not fp.resolve().is_relative_to(p.resolve()):
+        raise CheckpointError(f"{p / MANIFEST}: file entry {name!r} points outside the checkpoint folder {p}; refusing this checkpoint")
+    return fp
+
 def read_manifest(path) -> dict:
     "The manifest of the checkpoint at `path` (a step folder, or a run folder: its latest)."
     p = _resolve(path)
     try: m = json.loads((p / MANIFEST).read_text())
     except (OSError, ValueError) as e: raise CheckpointError(f"{p / MANIFEST} is unreadable: {e}") from None
     if m.get("format") != FORMAT: raise CheckpointError(f"{p / MANIFEST}: checkpoint format {m.get('format')} not understood (this code reads {FORMAT})")
+    for name in m.get("files") or {}: _inside(p, name)
     m["path"] = str(p)
     return m
 
