@@ -26,7 +26,7 @@ def main():
 
     t0 = time.perf_counter()
     from supernode_nb.ui.dashstate import DashboardState, RunController, local_launcher, valid_choices, warm_imports
-    from supernode_nb.ui.widgets import StrategyPicker, PlacementView, ScheduleView, EstimateView
+    from supernode_nb.ui.panels import StrategyPicker, PlacementView, ScheduleView, EstimateView
     out["import_s"] = time.perf_counter() - t0
 
     picks = {"local 4": dict(world=4), "cloudmatrix384 x1, tp8 pp4": dict(topology="cloudmatrix384", topo_size=1, world=384, tp=8, pp=4),
