@@ -13,7 +13,9 @@ import numpy as np
 from ..foundation.core import Parser, UsageError, emit
 from ..foundation.config import ModelSpec, ParallelConfig, ConfigError, check, MODEL_PRESETS, add_model_args, model_from_args
 from ..foundation.topology import Topology, TopologyError, get_topology, topology_for, TOPOLOGY_PRESETS, SIZE_PARAM, GiB
-from .costmodel import (_costs, _analytic_links, efficiency_for, estimate, CATEGORIES, COMM_AXES,
+from ..foundation.capabilities import backend_for, engine_gap_columns
+from .memory import DTYPE_BYTES
+from .costmodel import (resolve_dtype, _resolve_profile, _costs, _analytic_links, efficiency_for, estimate, CATEGORIES, COMM_AXES,
                                     SCHEDULE_CODE, RECOMPUTE_CODE)
 
 # %% auto #0
@@ -96,13 +98,13 @@ def _violations(model: ModelSpec, C: dict) -> dict[str, np.ndarray]:
     }
     return out
 
-def _configs(C: dict, idx) -> list[ParallelConfig]:
+def _configs(C: dict, idx, dtype: str = "fp32") -> list[ParallelConfig]:
     "The `ParallelConfig`s of rows `idx`."
     sched, rc = {v: k for k, v in SCHEDULE_CODE.items()}, {v: k for k, v in RECOMPUTE_CODE.items()}
     return [ParallelConfig(dp=int(C["dp"][i]), tp=int(C["tp"][i]), pp=int(C["pp"][i]), ep=int(C["ep"][i]), cp=int(C["cp"][i]),
                            sequence_parallel=bool(C["sp"][i]), micro_batch_size=int(C["mbs"][i]), global_batch_size=int(C["gbs"][i]),
                            schedule=sched[int(C["sched"][i])], virtual_stages=int(C["v"][i]), zero=int(C["zero"][i]),
-                           recompute=rc[int(C["rc"][i])]) for i in np.atleast_1d(idx)]
+                           recompute=rc[int(C["rc"][i])], dtype=dtype) for i in np.atleast_1d(idx)]
 
 # %% ../../nbs/10_cost/13_planner.ipynb #0ba22be6
 @dataclass
@@ -174,7 +176,10 @@ def _take(S: dict, Vr: dict, idx) -> dict:
 
 def plan(model: ModelSpec, topology: Topology | str, global_batch: int, space: SearchSpace = SearchSpace(), *,
          max_devices: int | None = None,      # use at most this many of the healthy devices
-         top: int = 10, mem_fraction: float = 0.9, efficiency: float | None = None, dp_overlap: float = 1.0) -> Plan:
+         top: int = 10, mem_fraction: float = 0.9, efficiency: float | None = None, dp_overlap: float = 1.0,
+         dtype: str | None = None,            # fp32 or bf16; None: the model's own (bf16 for 2-byte presets)
+         profile=None,                        # machine profile, as for `costmodel.estimate`
+         runnable_only: bool = False) -> Plan:  # keep only plans this engine can run on the topology's backend
     "Search every valid configuration; return the fastest that fits memory, with rejections explained."
     t0 = time.perf_counter()
     topo = get_topology(topology) if isinstance(topology, str) else topology
@@ -189,14 +194,18 @@ def plan(model: ModelSpec, topology: Topology | str, global_batch: int, space: S
     reasons = {k: np.broadcast_to(v, shape) & keep for k, v in _violations(model, C).items()}
     bad = np.logical_or.reduce(list(reasons.values()))
     eff = efficiency_for(topo.chip, efficiency)[0]
+    dt, prof = resolve_dtype(model, ParallelConfig(), dtype), _resolve_profile(profile, topo)[0]
+    C["rw"] = DTYPE_BYTES[ParallelConfig().reduce_dtype]
     with np.errstate(divide="ignore", invalid="ignore"):
-        R = _costs(model, C, topo, _analytic_links(topo, S, ParallelConfig().order), eff, dp_overlap)
+        R = _costs(model, C, topo, _analytic_links(topo, S, ParallelConfig().order), eff, dp_overlap, dtype=dt, profile=prof)
+    gaps = {k: np.broadcast_to(v, shape).reshape(-1) for k, v in engine_gap_columns(model, C, backend_for(topo), SCHEDULE_CODE, dt).items()}
+    runnable = ~np.logical_or.reduce(list(gaps.values())) if gaps else np.ones(shape[0] * shape[1], bool)
     flat = lambda x: np.broadcast_to(x, shape).reshape(-1)
     limit = mem_fraction * topo.chip.memory_bytes
     valid = (keep & ~bad).reshape(-1)
     mem, tps, world = flat(R["memory"]), flat(R["tokens_per_s"]), flat(R["world"])
     brk = np.stack([flat(R["memory_breakdown"][k]) for k in CATEGORIES])
-    fits = valid & (mem <= limit)
+    fits = valid & (mem <= limit) & (runnable if runnable_only else True)
     rejected = {f"invalid: {k}": int(v.sum()) for k, v in reasons.items() if v.any()}
     oom = valid & ~fits
     if oom.any():
@@ -212,14 +221,16 @@ def plan(model: ModelSpec, topology: Topology | str, global_batch: int, space: S
                                res["memory"][k_], {k: v[k_] for k, v in res["memory_breakdown"].items()}, limit)
     ok = np.flatnonzero(fits)
     order = _top(tps, mem, world, ok, top)
-    topl = [_row(c, res, i) for c, i in zip(_configs(_take(S, Vr, order), range(len(order))), order)]
+    lacks = lambda i: [k for k, v in gaps.items() if v[i]]
+    topl = [dict(_row(c, res, i), runnable=not lacks(i), lacks=lacks(i)) for c, i in zip(_configs(_take(S, Vr, order), range(len(order)), dt), order)]
     best = None
     if len(order):
         best = dict(topl[0])
-        e = estimate(model, ParallelConfig(**topl[0]["config"]), topo, efficiency=efficiency, dp_overlap=dp_overlap, mem_fraction=mem_fraction)
+        e = estimate(model, ParallelConfig(**topl[0]["config"]), topo, efficiency=efficiency, dp_overlap=dp_overlap, mem_fraction=mem_fraction,
+                     dtype=dt, profile=prof)
         best["estimate"] = e.to_dict()
     pi = ok[_pareto(mem[ok], tps[ok])] if len(ok) else ok
-    par = [_row(c, res, i) for c, i in zip(_configs(_take(S, Vr, pi), range(len(pi))), pi)]
+    par = [_row(c, res, i) for c, i in zip(_configs(_take(S, Vr, pi), range(len(pi)), dt), pi)]
     return Plan(model.name, topo.name, healthy, global_batch, int(k_.sum()), int(valid.sum()), int(fits.sum()), best, topl,
                 rejected, families, par, time.perf_counter() - t0, space.to_dict(),
                 dict(C=_take(S, Vr, ok), R={k: res[k][ok] for k in ("memory", "tokens_per_s", "world")},
@@ -287,7 +298,8 @@ def _plan_text(p: Plan, families: int = 8) -> str:
         out.append(f"{i + 1:>3}. tp{c['tp']} cp{c['cp']} pp{c['pp']} dp{c['dp']} ep{c['ep']} mbs{c['micro_batch_size']} "
                    f"{c['schedule']}{'×' + str(c['virtual_stages']) if c['virtual_stages'] > 1 else ''} zero{c['zero']} "
                    f"rc={c['recompute']}{' sp' if c['sequence_parallel'] else ''}: {r['tokens_per_s']:,.0f} tokens/s on "
-                   f"{r['devices']}, MFU {100 * r['mfu']:.1f} %, {r['memory_per_device_bytes'] / GiB:.1f} GiB")
+                   f"{r['devices']}, MFU {100 * r['mfu']:.1f} %, {r['memory_per_device_bytes'] / GiB:.1f} GiB"
+                   + ("" if r.get("runnable", True) else f" — not runnable here: {'; '.join(r['lacks'])}"))
     out.append("rejected: " + ", ".join(f"{k} ({v:,})" for k, v in sorted(p.rejected.items(), key=lambda x: -x[1])))
     out += [f"  tp{f['tp']} cp{f['cp']} pp{f['pp']} ep{f['ep']}: {f['reason']}" for f in p.families[:families]]
     if len(p.families) > families: out.append(f"  ... {len(p.families) - families} more families (see --json)")
@@ -302,6 +314,9 @@ def cli_plan(argv: list[str]) -> int:
     p.add_argument("--global-batch", type=int, required=True, help="global batch (sequences)")
     p.add_argument("--top", type=int, default=10); p.add_argument("--mem-fraction", type=float, default=0.9)
     p.add_argument("--min-devices", type=int, default=None); p.add_argument("--efficiency", type=float, default=None)
+    p.add_argument("--dtype", choices=("fp32", "bf16"), default=None, help="compute dtype (default: the model's own)")
+    p.add_argument("--runnable", action="store_true", help="only plans this engine can run on the topology's backend")
+    p.add_argument("--profile", default="auto", help="machine profile: auto, a saved name, or none")
     p.add_argument("--json", action="store_true")
     a = p.parse_args(argv)
     try: model = model_from_args(a, "tiny-gpt")
@@ -314,7 +329,8 @@ def cli_plan(argv: list[str]) -> int:
     if a.efficiency is not None and not 0 < a.efficiency <= 1: raise UsageError(f"{_PROG}: error: --efficiency {a.efficiency} must be in (0, 1]")
     topo = topology_for(a.topology, a.devices) if a.devices else get_topology(a.topology)
     try: res = plan(model, topo, a.global_batch, SearchSpace(min_devices=a.min_devices), max_devices=a.devices, top=a.top,
-                    mem_fraction=a.mem_fraction, efficiency=a.efficiency)
+                    mem_fraction=a.mem_fraction, efficiency=a.efficiency, dtype=a.dtype, runnable_only=a.runnable,
+                    profile=None if a.profile == "none" else a.profile)
     except ValueError as e: raise UsageError(f"{_PROG}: error: {e}") from None
     from supernode_nb.foundation.store import auto_record
     if res.best: auto_record({"model": model.to_dict(), "config": res.best["config"], "estimate": res.best.get("estimate")},

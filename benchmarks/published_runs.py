@@ -1,0 +1,30 @@
+"""Cost model vs published training runs: leave-one-out error. Prints JSON.
+
+Goal (issue 10 §4): median |error| <= 10 %, max <= 20 %, ZeRO-3 scaling rows included.
+Each row is predicted with its device type's one efficiency fitted to all the other rows (supernode_nb.cost.published).
+Error = predicted / published - 1 on the row's own metric (TFLOP/s per GPU, seconds per iteration or tokens/s per GPU).
+Run: python benchmarks/published_runs.py
+"""
+import json, os, time
+
+from supernode_nb.cost.published import PUBLISHED_RUNS, leave_one_out, fit_efficiency
+
+def main():
+    t0 = time.perf_counter()
+    lo = leave_one_out()
+    a = lo.error_pct.abs()
+    z3 = lo[lo.run.str.contains("zero3")].error_pct.abs()
+    groups = {g: dict(n=int(m.sum()), median=round(float(a[m].median()), 1), max=round(float(a[m].max()), 1))
+              for g in ("megatron-", "sc21-zero3", "sc21-ptdp", "sc21-1", "kor-", "bloom", "mt-nlg", "tt-")
+              for m in [lo.run.str.startswith(g) | lo.run.str.contains(g)]}
+    print(json.dumps(dict(benchmark="published_runs", rows=len(PUBLISHED_RUNS), goal=dict(median_pct=10, max_pct=20),
+                          loo_abs_error_pct=dict(median=round(float(a.median()), 1), max=round(float(a.max()), 1),
+                                                 mean=round(float(a.mean()), 1), within_10=int((a <= 10).sum()), within_20=int((a <= 20).sum())),
+                          zero3_rows=dict(n=len(z3), median=round(float(z3.median()), 1), max=round(float(z3.max()), 1)),
+                          by_source=groups, efficiency_fitted_on_all={k: v for k, v in fit_efficiency().items()},
+                          per_row=[dict(run=r.run, metric=r.metric, published=r.published, predicted=r.predicted, error_pct=r.error_pct)
+                                   for r in lo.itertuples()],
+                          seconds=round(time.perf_counter() - t0, 2), load_avg_1min=os.getloadavg()[0]), indent=1))
+
+if __name__ == "__main__":
+    main()
