@@ -18,7 +18,8 @@ DEFAULT_ORDER = "tp-cp-ep-dp-pp"        # Megatron-core's default rank order
 LOOPBACK = "127.0.0.1"                  # everything binds here unless told otherwise
 
 # %% ../../nbs/00_foundation/00_core.ipynb #0d528cbe
-def free_port(host: str = LOOPBACK) -> int:
+def free_port(host: str = LOOPBACK, # the address to bind on (loopback unless told otherwise)
+              ) -> int:
     "A TCP port that is free on `host` right now (the OS picks it)."
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind((host, 0))
@@ -33,7 +34,10 @@ class Parser(argparse.ArgumentParser):
     def error(self, message):
         raise UsageError(f"{self.prog}: error: {message}")
 
-def emit(obj: Any, as_json: bool, text: str | None = None, file=None):
+def emit(obj: Any,                # what to print: plain data, or anything with `to_dict()`
+         as_json: bool,           # the `--json` flag: indented JSON instead of text
+         text: str | None = None, # the human form (default: `obj` itself)
+         file=None):              # where to print (default stdout)
     "Print `obj` as indented JSON when `as_json`, else `text` (or `obj` itself)."
     file = file or sys.stdout
     if as_json: print(json.dumps(obj, indent=2, default=_jsonable), file=file)

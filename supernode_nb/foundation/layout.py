@@ -33,7 +33,12 @@ class RankLayout:
     DENSE = ("tp", "cp", "dp", "pp")
     EXPERT = ("tp", "ep", "edp", "pp")     # tp here is expert-tensor-parallel (= tp)
 
-    def __init__(self, tp=1, cp=1, ep=1, dp=1, pp=1, order: str = DEFAULT_ORDER):
+    def __init__(self, tp=1, # tensor-parallel degree
+                 cp=1,      # context-parallel degree
+                 ep=1,      # expert-parallel degree (divides dp × cp)
+                 dp=1,      # data-parallel degree
+                 pp=1,      # pipeline-parallel degree
+                 order: str = DEFAULT_ORDER): # rank order, leftmost innermost, e.g. "tp-cp-ep-dp-pp"
         deg = dict(tp=tp, cp=cp, ep=ep, dp=dp, pp=pp)
         errs = [f"{k}={v} must be an integer >= 1" for k, v in deg.items() if not isinstance(v, (int, np.integer)) or v < 1]
         errs += _check_order(order)
@@ -57,7 +62,11 @@ class RankLayout:
         d = " ".join(f"{k}{v}" for k, v in self.degrees.items() if v > 1) or "single rank"
         return f"RankLayout({d}, world={self.world_size}, order={self.order!r})"
 
-# %% ../../nbs/00_foundation/03_layout.ipynb #75e0d2db
+# %% ../../nbs/00_foundation/03_layout.ipynb #612382c9
+@patch
+def _check_rank(self: RankLayout, rank):
+    if not 0 <= rank < self.world_size: raise ValueError(f"rank {rank} out of range 0..{self.world_size - 1}")
+
 @patch
 def _which_grid(self: RankLayout, axes: list[str]) -> dict[str, int]:
     if any(a in ("etp", "ep", "edp") for a in axes):
@@ -66,7 +75,8 @@ def _which_grid(self: RankLayout, axes: list[str]) -> dict[str, int]:
     raise ValueError(f"axes {'-'.join(axes)!r}: use dense axes {'/'.join(self.DENSE)} or expert axes {'/'.join(self.EXPERT)}, not a mix")
 
 @patch
-def groups(self: RankLayout, axis: str) -> list[list[int]]:
+def groups(self: RankLayout, axis: str, # an axis ("tp", "ep", "edp", "etp") or several of one grid joined by "-" ("dp-cp")
+          ) -> list[list[int]]:
     "Every group of `axis` (e.g. 'tp', 'ep', 'edp', 'dp-cp'), each a list of global ranks; they partition the world."
     axes = axis.split("-")
     key = (axis,)
@@ -77,11 +87,13 @@ def groups(self: RankLayout, axis: str) -> list[list[int]]:
     return cache[key]
 
 @patch
-def group(self: RankLayout, rank: int, axis: str) -> list[int]:
+def group(self: RankLayout, rank: int, # a global rank
+          axis: str) -> list[int]:        # as in `groups`
     "The group of `axis` that holds `rank`."
     self._check_rank(rank)
     return next(g for g in self.groups(axis) if rank in g)
 
+# %% ../../nbs/00_foundation/03_layout.ipynb #43545cd2
 @patch
 def coords(self: RankLayout, rank: int) -> dict[str, int]:
     "Coordinates of `rank`: tp, cp, dp, pp (dense grid) and etp, ep, edp (expert grid)."
@@ -93,7 +105,8 @@ def coords(self: RankLayout, rank: int) -> dict[str, int]:
     return {a: out[a] for a in ("tp", "cp", "ep", "dp", "edp", "etp", "pp")}
 
 @patch
-def rank_of(self: RankLayout, tp=0, cp=0, dp=0, pp=0) -> int:
+def rank_of(self: RankLayout, tp=0, cp=0, dp=0, pp=0, # dense coordinates, each in 0..degree-1
+            ) -> int:
     "The rank at dense coordinates (tp, cp, dp, pp)."
     c, r, stride = dict(tp=tp, cp=cp, dp=dp, pp=pp), 0, 1
     for a, n in self.dense_sizes.items():
@@ -101,10 +114,7 @@ def rank_of(self: RankLayout, tp=0, cp=0, dp=0, pp=0) -> int:
         r += c[a] * stride; stride *= n
     return r
 
-@patch
-def _check_rank(self: RankLayout, rank):
-    if not 0 <= rank < self.world_size: raise ValueError(f"rank {rank} out of range 0..{self.world_size - 1}")
-
+# %% ../../nbs/00_foundation/03_layout.ipynb #1368594e
 @patch
 def axis_groups(self: RankLayout) -> dict[str, list[list[int]]]:
     "Groups of every named axis: tp, cp, dp, pp, ep, edp (and etp)."
