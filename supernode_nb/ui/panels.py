@@ -87,13 +87,16 @@ def _box(*children, cls: str | None = None, **layout):
 # %% ../../nbs/60_ui/67_panels.ipynb #544a4e33
 _DESC = dict(model="model", world="world", dp="dp", tp="tp", pp="pp", ep="ep", cp="cp", micro_batch="micro-batch",
              microbatches="micro-batches", schedule="schedule", virtual_stages="virtual", recompute="recompute", zero="ZeRO",
-             sequence_parallel="seq-parallel")
+             sequence_parallel="seq-parallel", dtype="dtype", reduce_dtype="reduce dtype")
 _TIPS = dict(world="ranks in the job", dp="data parallel: replicas of the model", tp="tensor parallel: each layer split",
              pp="pipeline parallel: stages of layers", ep="expert parallel (MoE), carved from dp × cp",
              cp="context parallel: the sequence split", micro_batch="sequences per micro-batch",
              microbatches="micro-batches per step on each pipeline", virtual_stages="model chunks per pipeline rank",
              recompute="activation recompute", zero="ZeRO stage: optimizer state (1) / grads (2) / params (3) sharded",
-             sequence_parallel="sequence parallel: norms and dropout sharded along the sequence over tp")
+             sequence_parallel="sequence parallel: norms and dropout sharded along the sequence over tp",
+             dtype="parameters and activations: fp32, or bf16 with fp32 master weights", reduce_dtype="dtype of the dp gradient reduction")
+_ROWS = (("world", "dp", "tp", "pp", "ep", "cp"),          # the degrees; then how a step runs; any other field in a last row
+         ("micro_batch", "microbatches", "schedule", "virtual_stages", "recompute", "zero", "sequence_parallel"))
 
 def _label(v) -> str: return ("on" if v else "off") if isinstance(v, bool) else str(v)
 
@@ -103,7 +106,7 @@ class StrategyPicker:
         self.state, self.log = state, log or ErrorLog()
         g = self.log.guard
         st = dict(description_width="100px")
-        self.controls = {n: W.Dropdown(description=_DESC[n], tooltip=_TIPS.get(n, ""), style=st,
+        self.controls = {n: W.Dropdown(description=_DESC.get(n, n), tooltip=_TIPS.get(n, ""), style=st,
                                        layout=W.Layout(width="200px" if n != "model" else "260px"))
                          for n in CONFIG_FIELDS if n != "order"}
         self.topology = W.Dropdown(options=list(TOPOLOGY_PRESETS), value=state.topology, description="topology",
@@ -121,11 +124,11 @@ class StrategyPicker:
         self._size_label(); self.sync()
         c = self.controls
         row = lambda *ws: W.HBox(list(ws), layout=W.Layout(flex_flow="row wrap"))
-        self.widget = _box(row(c["model"], self.topology, self.topo_size),
-                           row(c["world"], c["dp"], c["tp"], c["pp"], c["ep"], c["cp"]),
-                           row(c["micro_batch"], c["microbatches"], c["schedule"], c["virtual_stages"], c["recompute"], c["zero"],
-                               c["sequence_parallel"]),
-                           row(self.show_all), self.errors, self.summary, cls="snb-picker")
+        laid = {"model", *(n for r in _ROWS for n in r)}
+        extra = [w for n, w in c.items() if n not in laid]
+        rows = [row(*(c[n] for n in r if n in c)) for r in _ROWS] + ([row(*extra)] if extra else [])
+        self.widget = _box(row(c["model"], self.topology, self.topo_size), *rows, row(self.show_all), self.errors, self.summary,
+                           cls="snb-picker")
 
     def _size_label(self, *_):
         self.topo_size.description = SIZE_PARAM.get(self.state.topology, ("size",))[0]
