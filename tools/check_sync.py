@@ -33,6 +33,11 @@ def main():
     subprocess.run([sys.executable, str(ROOT / "tools" / "make_readme.py")], cwd=ROOT, check=True)
     if (ROOT / "README.md").read_text() != before:
         bad.append("README.md was not generated from nbs/index.ipynb (run tools/make_readme.py and commit)")
+    svg = ROOT / "images" / "layers.svg"
+    before = svg.read_text() if svg.exists() else ""
+    subprocess.run([sys.executable, str(ROOT / "tools" / "layers_svg.py")], cwd=ROOT, check=True, capture_output=True)
+    if svg.read_text() != before:
+        bad.append("images/layers.svg does not show the package's layers (run tools/layers_svg.py and commit)")
     for line in bad: print("check-sync: " + line, file=sys.stderr)
     if not bad: print("check-sync: package in sync with notebooks; notebooks clean")
     return 1 if bad else 0
