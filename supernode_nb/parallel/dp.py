@@ -69,10 +69,12 @@ def make_buckets(param_groups, bucket_bytes: int = 25 * 2**20) -> list[Bucket]:
 class DataParallel:
     "Average gradients over data-parallel axes: bucketed, async all-reduce launched from backward hooks."
     def __init__(self, param_groups, comm: Comm, bucket_bytes: int = 25 * 2**20, overlap: bool = True,
-                 sync_every: int = 1, average_over: str | None = None):
+                 sync_every: int = 1, average_over: str | None = None,
+                 reduce_dtype: str | None = None):   # "fp32" or "bf16": the dtype gradients are all-reduced in (default: theirs)
         groups = _groups(param_groups, comm)
         if not isinstance(sync_every, int) or sync_every < 1: raise ValueError(f"sync_every={sync_every} must be an integer >= 1")
         self.comm, self.overlap, self.sync_every = comm, overlap, sync_every
+        self.reduce_dtype = {None: None, "fp32": torch.float32, "bf16": torch.bfloat16}[reduce_dtype]
         self.divisor = comm.size(average_over or groups[0][1])         # number of data-parallel replicas
         self.buckets = make_buckets(groups, bucket_bytes)
         self._bucket_of = {id(p): b for b in self.buckets for p in b.params}
@@ -112,6 +114,7 @@ def _on_grad(self: DataParallel, p):
 def _launch(self: DataParallel, b: Bucket):
     "Flatten the bucket's gradients (zeros where a parameter got none), pre-divide, all-reduce asynchronously."
     flat = torch.cat([(p.grad if p.grad is not None else torch.zeros_like(p)).reshape(-1) for p in b.params])
+    if self.reduce_dtype is not None: flat = flat.to(self.reduce_dtype)
     b.handle = self.comm.all_reduce(flat.div_(self.divisor), b.axis, async_op=True)
 
 @patch
@@ -124,7 +127,7 @@ def finish(self: DataParallel) -> float:
         flat, off = b.handle.wait(), 0
         for p in b.params:
             g = flat[off:off + p.numel()].view_as(p); off += p.numel()
-            if p.grad is None: p.grad = g.clone()
+            if p.grad is None: p.grad = g.to(p.dtype, copy=True)
             else: p.grad.copy_(g)
         b.handle = None; b.ready.clear()
     self._next, self.last_wait_s = 0, time.monotonic() - t0

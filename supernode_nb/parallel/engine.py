@@ -20,6 +20,8 @@ from .data import global_batch, shard
 from .tp import name_params, parallelize_tp, sync_sp_grads, tp_loss_fn, shard_of
 from .ep import parallelize_ep, moe_layers
 from .pp import make_schedule, run_schedule, virtual_stage
+from .cp import parallelize_cp, cp_shard, cp_loss_fn, sync_cp_grads
+from .zero import DTYPES, data_parallel_optimizer
 
 # %% auto #0
 __all__ = ['TOLERANCES', 'engine_check', 'local_comm', 'ParallelModel', 'parallelize', 'holdings', 'StepRecord',
@@ -27,16 +29,13 @@ __all__ = ['TOLERANCES', 'engine_check', 'local_comm', 'ParallelModel', 'paralle
            'parity_worker']
 
 # %% ../../nbs/30_parallel/36_engine.ipynb #9d434424
-def engine_check(spec: ModelSpec, cfg: ParallelConfig, world_size: int | None = None) -> list[str]:
+def engine_check(spec: ModelSpec, cfg: ParallelConfig, world_size: int | None = None, backend: str = "gloo") -> list[str]:
     "Every reason `cfg` cannot run here: `config.check`'s constraints plus what this engine does not implement."
     errs = check(spec, cfg, world_size)
-    if cfg.cp > 1: errs.append(f"cp={cfg.cp}: context parallelism is not implemented in the engine (use cp=1)")
-    if cfg.zero > 1: errs.append(f"zero={cfg.zero}: only ZeRO-1 is implemented in the engine (use --zero 0 or 1)")
-    if spec.tied_embeddings and cfg.pp > 1:
-        errs.append(f"tied_embeddings with pp={cfg.pp}: sharing the embedding across pipeline stages is not implemented here")
-    if spec.kv_heads and cfg.tp > 1 and spec.kv_heads % cfg.tp:
-        errs.append(f"kv_heads={spec.kv_heads} not divisible by tp={cfg.tp}: replicating key/value heads is not implemented here")
-    return errs
+    if cfg.cp > 1 and spec.seq_len % (2 * cfg.cp): errs.append(f"cp={cfg.cp}: seq_len={spec.seq_len} must split into 2·cp = {2 * cfg.cp} chunks (two per rank)")
+    if cfg.cp > 1 and cfg.zero >= 2: errs.append(f"cp={cfg.cp} with zero={cfg.zero}: the cp gradient sum is not wired into ZeRO-2/3's sharded gradients (use zero 0 or 1)")
+    from supernode_nb.foundation.capabilities import engine_gaps   # the one capability table (the planner reads it too)
+    return errs + engine_gaps(spec, cfg, backend)
 
 def local_comm(recorder: CommRecorder | None = None) -> Comm:
     "The communicator of a single process: every axis a group of one (no process group needed)."
@@ -69,7 +68,7 @@ class ParallelModel:
     def moe_layers(self) -> list: return [m for c in self.chunks for m in moe_layers(c)]
     def act_shape(self) -> tuple[int, int, int]:
         "Shape of the activations sent between pipeline stages: (micro-batch, s (or s/tp under SP), h)."
-        s = self.spec.seq_len // (self.comm.size("tp") if self.cfg.sequence_parallel else 1)
+        s = self.spec.seq_len // self.comm.size("cp") // (self.comm.size("tp") if self.cfg.sequence_parallel else 1)
         return (self.cfg.micro_batch_size, s, self.spec.hidden)
     def num_params(self) -> int: return sum(p.numel() for p in self.parameters())
 
@@ -84,10 +83,11 @@ def parallelize(spec: ModelSpec, cfg: ParallelConfig, layout: RankLayout | None,
     if spec.is_moe and (comm.size("ep") > 1 or comm.size("tp") > 1): parallelize_ep(model, comm, sp, capacity_factor)
     elif spec.is_moe and capacity_factor is not None:
         for m in moe_layers(model): m.capacity_factor = capacity_factor
+    if comm.size("cp") > 1: parallelize_cp(model, comm)                  # sequence split, ring attention
     set_recompute(model, cfg.recompute)
     p, v, s = cfg.pp, cfg.virtual_stages, comm.index("pp")
     chunks = [stage_module(model, virtual_stage(s, c, p), p * v) for c in range(v)]
-    lf = tp_loss_fn(comm) if comm.size("tp") > 1 else dense_loss_fn
+    lf = cp_loss_fn(tp_loss_fn(comm) if comm.size("tp") > 1 else dense_loss_fn, comm)
     return ParallelModel(spec, cfg, comm, chunks, lf, s, seed)
 
 # %% ../../nbs/30_parallel/36_engine.ipynb #47ef97bc
@@ -140,26 +140,17 @@ def peak_memory_bytes(device: str = "cpu") -> int:
 class Engine:
     "Runs training steps of a `ParallelModel` and measures each (`StepRecord`)."
     def __init__(self, pm: ParallelModel, optimizer: str = "adamw", lr: float = 1e-3, weight_decay: float = 0.0,
-                 data_seed: int | None = None, bucket_bytes: int = 1 << 20, overlap: bool = True, device: str = "cpu"):
+                 data_seed: int | None = None, bucket_bytes: int = 1 << 20, overlap: bool = True, device: str = "cpu",
+                 reshard: str = "layer"):   # ZeRO-3: free each gathered layer after use ("layer") or keep it for the step ("step")
         self.pm, self.cfg, self.comm, self.device = pm, pm.cfg, pm.comm, device
         if self.comm.recorder is None: self.comm.recorder = CommRecorder(self.comm.rank)
         self.rec = self.comm.recorder
         self.data_seed = pm.seed if data_seed is None else data_seed
-        for c in pm.chunks: c.to(device)
-        dense, experts = pm.dense_params(), pm.expert_params()
-        groups = [(dense, "dp")] + ([(experts, "edp")] if experts else [])
+        for c in pm.chunks: c.to(device, DTYPES[self.cfg.dtype])     # bf16: fp32 master weights live in the optimizer
         if optimizer not in ("adamw", "sgd"): raise ValueError(f"optimizer {optimizer!r} unknown; use adamw or sgd")
         optim_cls, kw = ((torch.optim.AdamW, dict(lr=lr, weight_decay=weight_decay, betas=(0.9, 0.95), foreach=False))
                          if optimizer == "adamw" else (torch.optim.SGD, dict(lr=lr, weight_decay=weight_decay, foreach=False)))
-        self.ddp, dp = None, self.comm.size("dp")
-        if self.cfg.zero == 1 and dp > 1:
-            from supernode_nb.parallel.dp import ZeroOptimizer
-            self.opt = ZeroOptimizer(groups, self.comm, optim_cls=optim_cls, average_over="dp", **kw)
-        else:
-            if dp > 1:
-                from supernode_nb.parallel.dp import DataParallel
-                self.ddp = DataParallel(groups, self.comm, bucket_bytes=bucket_bytes, overlap=overlap, average_over="dp")
-            self.opt = optim_cls(pm.parameters(), **kw)
+        self.ddp, self.opt = data_parallel_optimizer(pm, optim_cls, kw, bucket_bytes, overlap, reshard)
         m = self.cfg.num_microbatches
         self.schedule = (make_schedule(self.cfg.schedule, self.cfg.pp, m, self.cfg.virtual_stages)[pm.stage]
                          if self.cfg.pp > 1 else None)
@@ -181,7 +172,9 @@ def train_step(self, step: int, on_grads: Callable | None = None) -> StepRecord:
     t0, n0 = now(), len(self.rec.records)
     self.rec.step = step
     batch = global_batch(self.data_seed, step, cfg.gbs, pm.spec.seq_len, pm.spec.vocab)
-    micro = [(x.to(self.device), y.to(self.device)) for x, y in shard(batch, comm.index("dp"), comm.size("dp"), cfg.micro_batch_size)]
+    cp, ci = comm.size("cp"), comm.index("cp")                      # cp: this rank's two chunks of each sequence
+    micro = [(cp_shard(x, cp, ci).to(self.device), cp_shard(y, cp, ci).to(self.device))
+             for x, y in shard(batch, comm.index("dp"), comm.size("dp"), cfg.micro_batch_size)]
     m = len(micro)
     moes = pm.moe_layers()
     for layer in moes: layer.aux_scale, layer.counts = 1.0 / m, torch.zeros_like(layer.counts)
@@ -197,7 +190,7 @@ def train_step(self, step: int, on_grads: Callable | None = None) -> StepRecord:
             _span(self, "F", a, b, step, microbatch=i); _span(self, "B", b, c, step, microbatch=i)
     else:
         res = run_schedule(self.schedule, pm.chunks, comm, [x for x, _ in micro], [y for _, y in micro], pm.loss_fn,
-                           pm.act_shape(), torch.float32, timer=now, grad_sync=self.ddp)
+                           pm.act_shape(), DTYPES[cfg.dtype], timer=now, grad_sync=self.ddp)
         losses, bubble = list(res.losses), res.bubble_s
         for e in res.timeline.events:
             if e.kind in ("F", "B"): _span(self, e.kind, e.start, e.end, step, microbatch=e.microbatch, chunk=e.chunk)
@@ -206,6 +199,7 @@ def train_step(self, step: int, on_grads: Callable | None = None) -> StepRecord:
     compute = (t2 - t1) - bubble - waits_fb
     if self.ddp is not None: self.ddp.finish()
     sync_sp_grads(pm.parameters(), comm)
+    sync_cp_grads(pm.parameters(), comm)
     if on_grads is not None: on_grads(self)
     t3 = now()
     self.opt.step(); self.opt.zero_grad(set_to_none=True)
@@ -253,10 +247,11 @@ def _mk_cfg(d): return d if isinstance(d, ParallelConfig) else ParallelConfig(**
 def _mk_spec(d): return d if isinstance(d, ModelSpec) else ModelSpec(**d)
 
 def reference_run(spec, cfg, steps: int = 3, seed: int = 0, optimizer: str = "adamw", lr: float = 1e-3,
-                  capacity_factor: float | None = None) -> dict:
+                  capacity_factor: float | None = None,
+                  dtype: str | None = None) -> dict:   # fp32 or bf16; default: `cfg`'s
     "Train the unsharded model in this process: per-step losses and grads, and the final parameters (by full name)."
     spec, cfg = _mk_spec(spec), _mk_cfg(cfg)
-    rcfg = ParallelConfig(micro_batch_size=cfg.micro_batch_size, global_batch_size=cfg.gbs)
+    rcfg = ParallelConfig(micro_batch_size=cfg.micro_batch_size, global_batch_size=cfg.gbs, dtype=dtype or cfg.dtype)
     pm = parallelize(spec, rcfg, None, 0, local_comm(), seed, capacity_factor)
     eng = Engine(pm, optimizer, lr)
     grads, losses = [], []
@@ -281,9 +276,11 @@ def parity_worker(rank: int, world_size: int, spec, cfg, ref: dict, steps: int =
     out = {"loss_err": 0.0, "grad_excess": -1.0, "grad_max_abs": 0.0, "param_excess": -1.0, "param_max_abs": 0.0,
            "losses": [], "checked": 0, "records": []}
     def check_grads(e):
-        if cfg.zero: return                                   # ZeRO reduces inside its step: compare parameters
-        for n, p in e.pm.named_shards().items():
-            x, a = _excess(p.grad, shard_of(p, ref["grads"][len(out["losses"])][n]), tol["rtol"])
+        pieces = getattr(e.opt, "grad_pieces", None)          # ZeRO-2/3: the gradient slices this rank owns
+        if cfg.zero and pieces is None: return                # ZeRO-1 reduces inside its step: compare parameters
+        g_ref = ref["grads"][len(out["losses"])]
+        for p, (i, j), g in (pieces() if pieces else ((p, (0, p.numel()), p.grad.reshape(-1)) for p in e.pm.parameters())):
+            x, a = _excess(g.float(), shard_of(p, g_ref[p._full_name]).reshape(-1)[i:j].float(), tol["rtol"])
             out["grad_excess"], out["grad_max_abs"] = max(out["grad_excess"], x), max(out["grad_max_abs"], a)
             out["checked"] += 1
     for s in range(steps):
@@ -291,8 +288,9 @@ def parity_worker(rank: int, world_size: int, spec, cfg, ref: dict, steps: int =
         out["losses"].append(r.loss)
         out["loss_err"] = max(out["loss_err"], abs(r.loss - ref["losses"][s]) / abs(ref["losses"][s]))
         out["records"].append(r.to_dict())
-    for n, p in pm.named_shards().items():
-        x, a = _excess(p.detach(), shard_of(p, ref["params"][n]), tol["rtol"])
-        out["param_excess"], out["param_max_abs"] = max(out["param_excess"], x), max(out["param_max_abs"], a)
+    with (eng.opt.unsharded() if hasattr(eng.opt, "unsharded") else nullcontext()):   # ZeRO-3: gather to compare
+        for n, p in pm.named_shards().items():
+            x, a = _excess(p.detach().float(), shard_of(p, ref["params"][n]).float(), tol["rtol"])
+            out["param_excess"], out["param_max_abs"] = max(out["param_excess"], x), max(out["param_max_abs"], a)
     out["ok"] = out["loss_err"] <= tol["loss_rtol"] and out["grad_excess"] <= tol["atol"] and out["param_excess"] <= tol["atol"]
     return out
