@@ -25,6 +25,7 @@ COMMANDS: dict[str, str] = {  # name -> "module:function"
     "plan":       "supernode_nb.cost.planner:cli_plan",
     "doctor":     "supernode_nb.ops.doctor:cli_doctor",
     "archive":    "supernode_nb.ops.archive:cli_archive",
+    "cluster-config": "supernode_nb.runtime.clusterconfig:cli_cluster_config",
 }
 
 def _resolve(name: str):
