@@ -18,11 +18,12 @@ __all__ = ['Attention', 'MLP', 'route', 'MoEAuxLossAutoScaler', 'MoE', 'Block', 
            'saved_activation_bytes', 'split_layers', 'Stage', 'stage_module']
 
 # %% ../../nbs/30_parallel/30_model.ipynb #8ea35a3c
-def _rope(x: torch.Tensor, base: float = 10000.0) -> torch.Tensor:
-    "Rotary position embedding (Su et al. 2021) on (b, heads, s, d), rotating halves."
+def _rope(x: torch.Tensor, base: float = 10000.0, positions: torch.Tensor | None = None) -> torch.Tensor:
+    "Rotary position embedding (Su et al. 2021) on (b, heads, s, d), rotating halves; `positions` default 0..s-1."
     b, a, s, d = x.shape
     inv = 1.0 / base ** (torch.arange(0, d, 2, dtype=torch.float32, device=x.device) / d)
-    ang = torch.arange(s, dtype=torch.float32, device=x.device)[:, None] * inv[None]   # (s, d/2)
+    pos = torch.arange(s, device=x.device) if positions is None else positions.to(x.device)
+    ang = pos.to(torch.float32)[:, None] * inv[None]                                  # (s, d/2)
     cos, sin = ang.cos().to(x.dtype), ang.sin().to(x.dtype)
     x1, x2 = x[..., : d // 2], x[..., d // 2:]
     return torch.cat([x1 * cos - x2 * sin, x1 * sin + x2 * cos], dim=-1)
@@ -35,6 +36,7 @@ class Attention(nn.Module):
         self.qkv = nn.Linear(hidden, (self.n_heads + 2 * self.n_kv) * self.head_dim, bias=bias)
         self.proj = nn.Linear(hidden, hidden, bias=bias)
         self.recompute = False          # selective recompute: redo the attention core in backward
+        self.positions = None           # global positions of the tokens held, when the sequence is split (cp)
 
     def core(self, q, k, v):
         "softmax(q kᵀ/√d) v with a causal mask: (b, a, s, d) -> (b, a, s, d)."
@@ -47,7 +49,7 @@ class Attention(nn.Module):
         d = self.head_dim
         q, k, v = y.split([self.n_heads * d, self.n_kv * d, self.n_kv * d], dim=-1)
         q, k, v = (t.view(b, s, -1, d).transpose(1, 2) for t in (q, k, v))   # (b, heads, s, d)
-        if self.rope: q, k = _rope(q), _rope(k)
+        if self.rope: q, k = _rope(q, positions=self.positions), _rope(k, positions=self.positions)
         if self.recompute and torch.is_grad_enabled(): o = checkpoint(self.core, q, k, v, use_reentrant=False)
         else: o = self.core(q, k, v)
         return self.proj(o.transpose(1, 2).reshape(b, s, -1))           # (b, s, a·d) -> (b, s, h)
