@@ -111,3 +111,34 @@ def test_planner_scores_equal_estimate_on_random_plans():
         e = estimate(m, ParallelConfig(**r["config"]), "cloudmatrix384")
         assert abs(e.tokens_per_s / r["tokens_per_s"] - 1) < 1e-9
         assert abs(e.memory_per_device_bytes / r["memory_per_device_bytes"] - 1) < 1e-9
+
+
+def test_estimate_zero3_exposes_what_compute_cannot_hide():
+    "At a fixed global batch, ZeRO-3's gathers stay while each GPU's compute shrinks: exposed dp time grows, TFLOP/s per GPU falls."
+    base = ["--model", "llama3-8b", "--topology", "dgx-h100-superpod", "--global-batch", "256", "--zero", "3", "--json"]
+    ds = [json.loads(cli("estimate", "--dp", str(n), *base).stdout) for n in (8, 64, 256)]
+    assert ds[-1]["breakdown"]["comm_s"]["dp"] > 0
+    assert ds[0]["tflops_per_device"] > ds[1]["tflops_per_device"] > ds[2]["tflops_per_device"]
+    for d in ds: assert d["hfu"] >= d["mfu"] > 0 and d["profile"].startswith("none") and d["dtype"] == "bf16"
+
+
+def test_estimate_dtype_fp32_priced_at_fp32_peak():
+    base = ["--model", "gpt3-175b", "--topology", "dgx-a100-superpod", "--tp", "8", "--pp", "8", "--dp", "16", "--global-batch", "1536",
+            "--recompute", "full", "--json"]
+    b, f = (json.loads(cli("estimate", *base, *x).stdout) for x in ([], ["--dtype", "fp32"]))
+    assert (b["dtype"], b["peak_tflops"], f["dtype"], f["peak_tflops"]) == ("bf16", 312.0, "fp32", 19.5)
+    assert f["breakdown"]["compute_s"] > 10 * b["breakdown"]["compute_s"]
+    assert f["memory_breakdown"]["parameters"] == 2 * b["memory_breakdown"]["parameters"]
+
+
+def test_plan_marks_runnable_and_filters():
+    m = MODEL_PRESETS["llama3-70b"]
+    p = plan(m, "dgx-h100-superpod", 1024, top=50)
+    assert all(set(r) >= {"runnable", "lacks"} for r in p.top)
+    assert all(r["runnable"] == (not r["lacks"]) for r in p.top)
+    assert all(("context parallelism" in " ".join(r["lacks"])) == (r["config"]["cp"] > 1) for r in p.top)
+    q = plan(m, "dgx-h100-superpod", 1024, top=50, runnable_only=True)
+    assert q.top and all(r["runnable"] and r["config"]["cp"] == 1 for r in q.top)
+    r = cli("plan", "--model", "llama3-70b", "--topology", "dgx-h100-superpod", "--global-batch", "1024", "--runnable", "--json")
+    assert r.returncode == 0, r.stderr
+    assert all(x["runnable"] for x in json.loads(r.stdout)["top"])
