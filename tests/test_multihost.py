@@ -288,3 +288,62 @@ def test_hung_rank_named_at_the_group_timeout(results):
     assert "rank 1" in h["message"] and "hung" in h["message"], h["message"]
     assert h["last"]["step"] == 1                                      # its last record: the step before the hang
     assert h["seconds"] < 3 + 7                                        # the 3 s group timeout, + stopping
+
+
+def test_torchrun_lands_where_the_placement_says(hosts, tmp_path):
+    """`examples/train_torchrun.py` on two "hosts" (h1, h2, each with the hostname the placement gave its node, in its
+    own UTS namespace): each node runs the command `Placement.torchrun_commands(..., with_env=True)` wrote for it,
+    every rank trains as the layout rank the placement chose (a random placement: launcher and layout ranks differ),
+    checks it runs on the placed host, and the losses equal the single-process run."""
+    from supernode_nb.foundation.layout import RankLayout
+    from supernode_nb.foundation.topology import get_topology
+    from supernode_nb.foundation.placement import place
+    from supernode_nb.runtime.runner import make_spec, run
+    T = get_topology("atlas-a2-pod", nodes=2).with_unhealthy([*range(2, 8), *range(10, 16)])   # 2 devices per node
+    P = place(RankLayout(tp=2, dp=2), T, "random", seed=0)
+    assert P.rank_map() != [0, 1, 2, 3] and len(P.node_plan()) == 2
+    pj = tmp_path / "placement.json"; pj.write_text(json.dumps(P.to_dict(), default=str))
+    args = ["--tp", "2", "--dp", "2", "--global-batch", "4", "--steps", "2", "--timeout", "60", "--json", "--placement", str(pj)]
+    cmds = P.torchrun_commands("examples/train_torchrun.py", args, master_addr=H1_IP, master_port=29400, with_env=True)
+    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}", OMP_NUM_THREADS="1")
+    procs = []
+    for ns, node, cmd in zip(hosts["hosts"], P.node_plan(), cmds):
+        sh = f"hostname {node['host']} && exec env GLOO_SOCKET_IFNAME=eth0 {cmd}"
+        procs.append(subprocess.Popen(["ip", "netns", "exec", ns, "unshare", "--uts", "sh", "-c", sh], cwd=ROOT, env=env,
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True))
+    hosts["procs"].extend(procs)
+    t = time.monotonic()
+    outs = []
+    for p in procs:
+        try: outs.append(p.communicate(timeout=max(1.0, 180 - (time.monotonic() - t))))
+        except subprocess.TimeoutExpired:
+            for q in procs: os.killpg(q.pid, signal.SIGKILL)
+            raise
+    print(f"\nmeasured: torchrun across hosts {time.monotonic() - t:.1f} s, load {os.getloadavg()}")
+    assert [p.returncode for p in procs] == [0, 0], "\n".join(e[-3000:] for _, e in outs)
+    res = json.loads(next(o for o, _ in outs if o.strip()))
+    where = res["placement"]["where"]
+    assert [w["rank"] for w in where] == [0, 1, 2, 3]
+    for w in where:
+        node = next(n for n in P.node_plan() if w["rank"] in n["ranks"])
+        assert w["host"] == w["planned_host"] == node["host"], w                    # on the host the placement named
+        assert w["launcher_rank"] == P.rank_map().index(w["rank"]) and w["node_rank"] == node["node_rank"], w
+        assert w["device"] == P.devices[w["rank"]] and w["backend"] == "gloo"
+    ref = run(make_spec("tiny-gpt", steps=2, global_batch_size=4))["losses"]
+    assert all(abs(a - b) <= 1e-4 * abs(b) for a, b in zip(res["losses"], ref)), (res["losses"], ref)
+
+
+def test_a_rank_on_the_wrong_host_is_refused():
+    "The example's placement check, without namespaces: a rank started on a host the placement did not name stops."
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("train_torchrun", ROOT / "examples" / "train_torchrun.py")
+    m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m)
+    plc = {"devices": [8, 0], "nodes": [{"node_rank": 0, "host": "node0000", "ranks": [1], "local_devices": [0], "env": {}},
+                                        {"node_rank": 1, "host": "node0001", "ranks": [0], "local_devices": [0], "env": {}}]}
+    env = {"RANK": "0", "LOCAL_RANK": "0", "GROUP_RANK": "0"}
+    with pytest.raises(SystemExit, match=r"rank 1 runs on .* but the placement puts it on node0000 \(device 0\)"):
+        m.placed(dict(env), plc)
+    plc["nodes"][0]["host"] = "127.0.0.1"                                # a local placement: any host will do
+    w = m.placed(dict(env), plc)
+    assert (w["rank"], w["launcher_rank"], w["device"]) == (1, 0, 0)
+    assert m.placed({**env, "SUPERNODE_NB_RANKS": "0"}, None)["rank"] == 0
