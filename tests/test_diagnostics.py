@@ -28,8 +28,28 @@ def test_cli_doctor_json_and_exit_status():
     env = dict(os.environ)
     r = subprocess.run([sys.executable, "-m", "supernode_nb.cli", "doctor", "--quick", "--json"], capture_output=True, text=True, env=env, timeout=300)
     d = json.loads(r.stdout)
-    assert r.returncode == (1 if d["verdict"] == "fail" else 0), r.stderr
-    assert d["args"]["world"] == 2 and d["layers"]["communication"] in ("ok", "warn")
+    checks = {(c["layer"], c["name"]): c for c in d["checks"]}
+    assert checks[("communication", "link setup")]["verdict"] == "ok", checks[("communication", "link setup")]  # 2 ranks joined
+    assert checks[("communication", "collectives")]["data"]["busbw_GBps"][str(1 << 20)] > 0
+    assert checks[("framework", "strategy")]["verdict"] == "ok" and checks[("network", "binding")]["verdict"] == "skipped"
+    fails = [c for c in d["checks"] if c["verdict"] == "fail"]
+    assert r.returncode == (1 if fails else 0) and all(c["next"] for c in fails), (r.stderr, fails)
+    assert d["args"]["world"] == 2 and set(d["layers"]) == set(LAYERS)
     r = subprocess.run([sys.executable, "-m", "supernode_nb.cli", "doctor", "--quick", "--world", "4", "--tp", "3", "--dp", "2"],
                        capture_output=True, text=True, env=env, timeout=300)
     assert r.returncode == 1 and "tp(3) × cp(1) × dp(2) × pp(1) = 6 ≠ world size 4" in r.stdout
+
+
+def test_cli_doctor_flags_a_misbound_plane_and_a_slow_link(tmp_path):
+    "On this machine's local topology (the big-cluster case, with its step-time cost, is in test_planes.py)."
+    cb = tmp_path / "cb.json"
+    cb.write_text(json.dumps([{"op": "all_reduce", "bytes": 16 << 20, "group_size": 2, "time_s": 1.6, "algbw_gbps": 0.01,
+                               "busbw_gbps": 0.01}]))
+    r = subprocess.run([sys.executable, "-m", "supernode_nb.cli", "doctor", "--quick", "--json", "--world", "2",
+                        "--binding", "parameter=eth0", "--commbench", str(cb)], capture_output=True, text=True, timeout=300)
+    d = json.loads(r.stdout)
+    net = {c["name"]: c for c in d["checks"] if c["layer"] == "network"}
+    assert net["binding"]["verdict"] == "warn", net["binding"]      # same speed on loopback: isolation lost, not slower
+    assert "every node: parameter traffic leaves on eth0, wired to the management plane (isolation lost)" in net["binding"]["detail"]
+    assert net["link speed"]["verdict"] == "warn" and "loopback 0.01 GB/s busbw (1% of 0.8)" in net["link speed"]["detail"]
+    assert d["args"]["binding"] == {"parameter": "eth0"} and r.returncode == (1 if d["verdict"] == "fail" else 0)
