@@ -193,7 +193,7 @@ def train_step(self, step: int, on_grads: Callable | None = None) -> StepRecord:
                            pm.act_shape(), DTYPES[cfg.dtype], timer=now, grad_sync=self.ddp)
         losses, bubble = list(res.losses), res.bubble_s
         for e in res.timeline.events:
-            if e.kind in ("F", "B"): _span(self, e.kind, e.start, e.end, step, microbatch=e.microbatch, chunk=e.chunk)
+            if e.kind in ("F", "B", "W"): _span(self, e.kind, e.start, e.end, step, microbatch=e.microbatch, chunk=e.chunk)
     t2 = now()
     waits_fb = sum(r.wait_s for r in self.rec.records[n0:] if r.axis != "pp")
     compute = (t2 - t1) - bubble - waits_fb
@@ -265,13 +265,14 @@ def _excess(mine: torch.Tensor, ref: torch.Tensor, rtol: float) -> tuple[float, 
     return float((d - rtol * ref.abs()).max()), float(d.max())
 
 def parity_worker(rank: int, world_size: int, spec, cfg, ref: dict, steps: int = 3, seed: int = 0,
-                  optimizer: str = "adamw", lr: float = 1e-3, capacity_factor: float | None = None) -> dict:
+                  optimizer: str = "adamw", lr: float = 1e-3, capacity_factor: float | None = None,
+                  engine_kw: dict | None = None) -> dict:   # more `Engine` options, e.g. reshard="step"
     "Train `cfg` on this rank and compare with `ref` (from `reference_run`); returns the worst errors."
     spec, cfg = _mk_spec(spec), _mk_cfg(cfg)
     layout = RankLayout.from_config(cfg)
     comm = Comm.from_layout(layout, rank, CommRecorder(rank))
     pm = parallelize(spec, cfg, layout, rank, comm, seed, capacity_factor)
-    eng = Engine(pm, optimizer, lr)
+    eng = Engine(pm, optimizer, lr, **(engine_kw or {}))
     tol = TOLERANCES[optimizer]
     out = {"loss_err": 0.0, "grad_excess": -1.0, "grad_max_abs": 0.0, "param_excess": -1.0, "param_max_abs": 0.0,
            "losses": [], "checked": 0, "records": []}
