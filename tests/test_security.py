@@ -79,8 +79,8 @@ def test_archive_stores_and_reads_back_names_with_quotes_and_sql(tmp_path):
     with pytest.raises(Exception):
         a.list_runs(limit="1; DROP TABLE runs")                  # limit is an int, never pasted in as text
     assert len(a.list_runs()) == len(NASTY)
-    from supernode_nb.ops.archive import compare
-    assert EVIL in json.dumps(compare(a, ids[EVIL], ids[NASTY[0]]), ensure_ascii=False, default=str)
+    import supernode_nb.ops.archive                               # adds Archive.compare
+    assert EVIL in json.dumps(a.compare(ids[EVIL], ids[NASTY[0]]), ensure_ascii=False, default=str)
 
 
 def test_archive_profiles_with_sql_in_their_names(tmp_path):

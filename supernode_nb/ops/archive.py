@@ -15,7 +15,7 @@ from ..foundation.config import ModelSpec, ParallelConfig, MODEL_PRESETS, add_mo
 from ..foundation.store import Archive, ArchiveError, RunRecord, default_path, plain, _iso
 
 # %% auto #0
-__all__ = ['flatten', 'compare', 'config_of', 'argv_of', 'cli_archive']
+__all__ = ['flatten', 'cli_archive']
 
 # %% ../../nbs/50_ops/51_archive.ipynb #7bb22998
 def flatten(d: Any, prefix: str = "") -> dict:
@@ -40,7 +40,10 @@ def _same(x, y) -> bool:
     if isinstance(x, float) and isinstance(y, float): return math.isclose(x, y, rel_tol=1e-12)
     return x == y
 
-def compare(self, a: int, b: int):
+@patch
+def compare(self: Archive,
+            a: int,   # id of the first record
+            b: int):  # id of the second record
     "Side-by-side DataFrame of records `a` and `b`: (section, field) rows, the two values, `differs`; plus predicted vs measured."
     import pandas as pd
     ra, rb = self.get(a), self.get(b)
@@ -67,10 +70,9 @@ def compare(self, a: int, b: int):
     df = pd.DataFrame(rows, columns=["section", "field", f"#{a}", f"#{b}", "differs"]).set_index(["section", "field"])
     return df
 
-Archive.compare = compare
-
 # %% ../../nbs/50_ops/51_archive.ipynb #bd03633e
-def config_of(self, id: int) -> tuple[ModelSpec, ParallelConfig]:
+@patch
+def config_of(self: Archive, id: int) -> tuple[ModelSpec, ParallelConfig]:
     "The model and parallel config of record `id`, ready for a new run."
     r = self.get(id)
     return r.model_spec(), r.parallel_config()
@@ -96,7 +98,8 @@ def _flags(model: ModelSpec, cfg: ParallelConfig) -> list[str]:
     if cfg.sequence_parallel: out.append("--sequence-parallel")
     return out
 
-def argv_of(self, id: int) -> list[str]:
+@patch
+def argv_of(self: Archive, id: int) -> list[str]:
     "Flags of `supernode-nb run` that rebuild record `id`'s model and config (and its recorded run args)."
     r = self.get(id)
     model, cfg = r.model_spec(), r.parallel_config()
@@ -113,8 +116,6 @@ def argv_of(self, id: int) -> list[str]:
         v = (r.extra.get("run_args") or {}).get(k)
         if v is not None: argv += [flag, str(v)]
     return argv
-
-for f in (config_of, argv_of): setattr(Archive, f.__name__, f)
 
 # %% ../../nbs/50_ops/51_archive.ipynb #8d098c37
 def cli_archive(argv: list[str]) -> int:
@@ -150,7 +151,7 @@ def cli_archive(argv: list[str]) -> int:
         if a.dry_run:
             emit({"id": a.id, "argv": ["supernode-nb", "run", *run_argv]}, a.json, "supernode-nb run " + " ".join(run_argv))
             return 0
-        try: from supernode_nb.runtime.runner import cli_run
-        except ImportError as e: raise ArchiveError(f"rerun needs supernode_nb.runtime.runner ({e}); use --dry-run for the command") from None
+        try: from supernode_nb.runtime.recovery import cli_run
+        except ImportError as e: raise ArchiveError(f"rerun needs supernode_nb.runtime.recovery ({e}); use --dry-run for the command") from None
         return int(cli_run(run_argv) or 0)
     return 0
