@@ -4,6 +4,8 @@ import html, json, os, re, subprocess, sys
 from pathlib import Path
 import pytest
 
+pytestmark = pytest.mark.slow      # a real multi-process run, a calibration when the archive has no profile (~1–2 min)
+
 STEPS = ("1 Choose", "2 Place", "3 Estimate", "4 Run small", "5 Record")
 
 def cli(*args, env=None, timeout=600):
@@ -25,7 +27,7 @@ def test_every_step_is_printed_and_drawn(demo):
     text, doc = demo["text"], demo["doc"]
     pos = [text.index(f"{s} — ") for s in STEPS]
     assert pos == sorted(pos), "steps out of order"
-    assert "planning llama3-70b on cloudmatrix384" in text and re.search(r"step 3/3 +loss \d+\.\d+", text)   # progress lines
+    assert "planning llama3-70b on cloudmatrix384" in text and re.search(r"step \d/3 +loss \d+\.\d+", text)   # progress lines
     for n, s in enumerate(STEPS, 1):
         sec = doc.split(f"<h2 id='step-{n}'>")[1].split("<h2 ")[0]
         assert s.split(" ", 1)[1] in sec and 'class="plotly-graph-div"' in sec, f"step {n} has no figure"
@@ -34,9 +36,11 @@ def test_every_step_is_printed_and_drawn(demo):
 def test_choose_matches_plan_json(demo):
     S = demo["summary"]
     for c in S["choose"]:
-        plan = json.loads(cli("plan", "--model", "llama3-70b", "--topology", c["topology"], "--global-batch", "512", "--top", "3",
-                              "--json", env={**demo["env"], "SUPERNODE_NB_ARCHIVE": "off"}))
-        assert c["top"] == plan["top"] and c["rejected"] == plan["rejected"]
+        args = ("plan", "--model", "llama3-70b", "--topology", c["topology"], "--global-batch", "512", "--top", "3", "--json")
+        off = {**demo["env"], "SUPERNODE_NB_ARCHIVE": "off"}
+        plan, runnable = json.loads(cli(*args, env=off)), json.loads(cli(*args, "--runnable", env=off))
+        assert c["top"] == runnable["top"] and c["rejected"] == plan["rejected"] and c["fastest"] == plan["top"][0]
+        assert c["rejected_by"]["engine"] == plan["fitting"] - runnable["fitting"]
         assert c["rejected_by"]["memory"] + c["rejected_by"]["divisibility"] == sum(plan["rejected"].values())
         best = c["top"][0]
         assert f"{best['tokens_per_s']:,.0f} tokens/s" in demo["text"]
