@@ -151,7 +151,11 @@ def _why_no_netns() -> str | None:
     name = f"snbprobe{os.getpid()}"
     r = _ip("netns", "add", name, check=False)
     if r.returncode != 0: return f"`ip netns add` failed: {r.stderr.strip()}"
-    _ip("netns", "del", name, check=False)
+    try:
+        r = subprocess.run(["ip", "netns", "exec", name, "ip", "link", "set", "lo", "up"], capture_output=True, text=True, timeout=20)
+        if r.returncode != 0: return f"`ip netns exec` failed: {r.stderr.strip()}"
+        if shutil.which("unshare") is None: return "util-linux's `unshare` is not installed"
+    finally: _ip("netns", "del", name, check=False)
     return None
 
 
