@@ -13,7 +13,9 @@ sys.path = [q for q in sys.path if os.path.abspath(q or ".") != os.path.dirname(
 for var, sub in (("JUPYTER_CONFIG_DIR", "config"), ("JUPYTER_DATA_DIR", "data"), ("JUPYTER_RUNTIME_DIR", "runtime"), ("IPYTHONDIR", "ipython")):
     os.environ.setdefault(var, os.path.join(tempfile.mkdtemp(prefix="snb-bench-"), sub))
 
-from supernode_nb.runtime.cluster import Cluster, RunFailed, RankMissing, steps_worker, sleep_worker
+from supernode_nb.runtime.cluster import Cluster, RankMissing
+from supernode_nb.runtime.faults import RunFailed
+from supernode_nb.runtime.worker import steps_worker, sleep_worker
 from supernode_nb.runtime.precheck import precheck
 from supernode_nb.foundation.layout import RankLayout
 

@@ -20,7 +20,7 @@ COMMANDS: dict[str, str] = {  # name -> "module:function"
     "demo":       "supernode_nb.ui.demo:cli_demo",
     "comm-bench": "supernode_nb.runtime.commbench:cli_comm_bench",
     "precheck":   "supernode_nb.runtime.precheck:cli_precheck",
-    "run":        "supernode_nb.runtime.runner:cli_run",
+    "run":        "supernode_nb.runtime.recovery:cli_run",
     "estimate":   "supernode_nb.cost.costmodel:cli_estimate",
     "plan":       "supernode_nb.cost.planner:cli_plan",
     "doctor":     "supernode_nb.ops.doctor:cli_doctor",

@@ -3,12 +3,22 @@ single-process reference, a crash in every phase of a save, and corrupt files.""
 import json, os, shutil
 from dataclasses import replace
 import pytest, torch
-from supernode_nb.parallel.checkpoint import (train_worker, latest, list_checkpoints, verify, CheckpointError, load, MANIFEST)
+from supernode_nb.parallel.checkpoint import (latest, list_checkpoints, verify, CheckpointError, load, MANIFEST)
 from supernode_nb.foundation.config import MODEL_PRESETS, ParallelConfig
 from supernode_nb.parallel.engine import reference_run
 
 LOSS_RTOL = 1e-4     # fp32 AdamW: the engine's own parity tolerance for losses (engine.TOLERANCES["adamw"])
-from supernode_nb.runtime.launch import spawn, LaunchError
+from supernode_nb.runtime.launch import spawn as _spawn, LaunchError
+from supernode_nb.runtime.spec import make_spec
+
+TW = "supernode_nb.runtime.runner:train_worker"                # the one training loop (runner), on spawned ranks
+
+
+def train(world, model, cfg, steps, directory=None, every=None, resume=False, lr=1e-3, **kw):
+    "`world` ranks of the runner's worker: train `cfg` to `steps`, saving into `directory` every `every`, resuming from it."
+    s = make_spec(model, cfg, steps=steps, lr=lr, checkpoint_dir=directory if every else None, checkpoint_every=every,
+                  resume=directory if resume else None)
+    return _spawn(TW, world, s, **kw)
 
 GPT4 = replace(MODEL_PRESETS["tiny-gpt"], layers=4)            # divisible by pp 2 and 4
 MOE2 = replace(MODEL_PRESETS["tiny-moe"], layers=2)
@@ -25,8 +35,8 @@ def _reshard(tmp_path, spec, a: ParallelConfig, b: ParallelConfig, save_at=2, st
     "Train `a` to `save_at` (checkpoint), resume under `b` to `steps`; compare with the single-process reference."
     d = str(tmp_path / "ck")
     ref = reference_run(spec, a, steps, lr=LR)["losses"]
-    first = spawn(train_worker, a.world_size, spec, a, save_at, d, save_at, lr=LR)
-    second = spawn(train_worker, b.world_size, spec, b, steps, d, None, True, lr=LR)
+    first = train(a.world_size, spec, a, save_at, d, save_at, lr=LR)
+    second = train(b.world_size, spec, b, steps, d, None, True, lr=LR)
     assert all(r["start"] == save_at for r in second)
     assert second[0]["resumed"]["same_layout"] is (a == b)
     got = _losses(first) + _losses(second)
@@ -55,9 +65,9 @@ def test_reshard_moe_expert_parallel(tmp_path):
 def test_resume_same_layout_is_bit_identical(tmp_path):
     cfg = ParallelConfig(dp=2, tp=2, pp=2, global_batch_size=8)
     d = str(tmp_path / "ck")
-    full = spawn(train_worker, 8, GPT4, cfg, 4, lr=LR)
-    a = spawn(train_worker, 8, GPT4, cfg, 2, d, 2, lr=LR)
-    b = spawn(train_worker, 8, GPT4, cfg, 4, d, None, True, lr=LR)
+    full = train(8, GPT4, cfg, 4, lr=LR)
+    a = train(8, GPT4, cfg, 2, d, 2, lr=LR)
+    b = train(8, GPT4, cfg, 4, d, None, True, lr=LR)
     assert b[0]["resumed"]["same_layout"] and b[0]["resumed"]["rng_restored"]
     assert _losses(a) + _losses(b) == _losses(full)                      # exactly equal floats
     for x, y in zip(full, b): assert x["digest"] == y["digest"]          # every shard, bit for bit
@@ -69,7 +79,7 @@ def test_crash_during_save_keeps_previous(tmp_path, phase, monkeypatch):
     cfg = ParallelConfig(dp=2, global_batch_size=4)
     monkeypatch.setenv("SUPERNODE_NB_CKPT_FAULT", f"{phase}@4")
     with pytest.raises(LaunchError, match="exited with code 17"):
-        spawn(train_worker, 2, GPT4, cfg, 4, str(d), 2, lr=LR, timeout_s=120)
+        train(2, GPT4, cfg, 4, str(d), 2, lr=LR, timeout_s=120)
     monkeypatch.delenv("SUPERNODE_NB_CKPT_FAULT")
     if phase == "renamed":                                              # complete, renamed: the newest usable one
         assert latest(d).name == "step_000004"
@@ -78,19 +88,19 @@ def test_crash_during_save_keeps_previous(tmp_path, phase, monkeypatch):
         assert latest(d).name == "step_000002" and (d / "step_000004.tmp").exists() and not (d / "step_000004").exists()
     verify(d)
     if phase != "renamed":
-        res = spawn(train_worker, 2, GPT4, cfg, 4, str(d), 2, True, lr=LR)   # resume from 2; its save at 4 sweeps the .tmp
+        res = train(2, GPT4, cfg, 4, str(d), 2, True, lr=LR)   # resume from 2; its save at 4 sweeps the .tmp
         assert res[0]["start"] == 2 and latest(d).name == "step_000004" and not list(d.glob("*.tmp"))
 
 
 def test_corrupt_checkpoint_named_and_nothing_overwritten(tmp_path):
     d = tmp_path / "ck"
     cfg = ParallelConfig(dp=2, global_batch_size=4)
-    spawn(train_worker, 2, GPT4, cfg, 2, str(d), 2, lr=LR)
+    train(2, GPT4, cfg, 2, str(d), 2, lr=LR)
     f = sorted((d / "step_000002").glob("__1_*.distcp"))[0]
     f.write_bytes(f.read_bytes()[: f.stat().st_size // 2])
     before = {p.name: p.stat().st_mtime_ns for p in (d / "step_000002").iterdir()}
     with pytest.raises(LaunchError) as e:
-        spawn(train_worker, 2, GPT4, cfg, 4, str(d), None, True, lr=LR)
+        train(2, GPT4, cfg, 4, str(d), None, True, lr=LR)
     assert f"checkpoint file {f} is truncated or altered" in str(e.value)
     assert {p.name: p.stat().st_mtime_ns for p in (d / "step_000002").iterdir()} == before
 
@@ -98,7 +108,7 @@ def test_corrupt_checkpoint_named_and_nothing_overwritten(tmp_path):
 def test_doctor_verifies_a_checkpoint(tmp_path):
     from supernode_nb.ops.doctor import doctor, _check_checkpoint
     d = tmp_path / "ck"
-    spawn(train_worker, 1, GPT4, ParallelConfig(global_batch_size=2), 1, str(d), 1)
+    train(1, GPT4, ParallelConfig(global_batch_size=2), 1, str(d), 1)
     assert doctor(checkpoint=str(d), checks=[_check_checkpoint]).check("model", "checkpoint").verdict == "ok"
     f = next((d / "step_000001").glob("*.distcp")); b = bytearray(f.read_bytes()); b[100] ^= 1; f.write_bytes(bytes(b))
     c = doctor(checkpoint=str(d), checks=[_check_checkpoint]).check("model", "checkpoint")

@@ -3,7 +3,9 @@ rank, cancel — and nothing left running. Figures measured here are printed (ru
 import json, os, signal, subprocess, sys, time
 import psutil
 import pytest
-from supernode_nb.runtime.cluster import Cluster, RunFailed, RankMissing, ClusterError, steps_worker, sleep_worker
+from supernode_nb.runtime.cluster import Cluster, ClusterLauncher, RankMissing, ClusterError
+from supernode_nb.runtime.faults import RunFailed
+from supernode_nb.runtime.worker import steps_worker, sleep_worker
 from supernode_nb.runtime.precheck import cli_precheck, precheck
 from supernode_nb.foundation.core import free_port
 from supernode_nb.foundation.layout import RankLayout
@@ -65,7 +67,7 @@ def test_live_records_every_step_once_in_order(c4):
 
 def test_precheck_ok_then_missing_rank_named_within_timeout(c4):
     L = RankLayout(tp=2, dp=2)
-    rep = c4.precheck(L, timeout=3)
+    rep = precheck(c4, L, timeout=3)
     assert rep.ok, rep.text()
     assert [(l.axis, l.a, l.b) for l in rep.links] == [("tp", 0, 1), ("tp", 2, 3), ("dp", 0, 2), ("dp", 1, 3)]
     assert {a: v["ok"] for a, v in rep.collectives.items()} == {"tp": True, "dp": True}
@@ -83,13 +85,15 @@ def test_precheck_ok_then_missing_rank_named_within_timeout(c4):
     assert d["axes"]["tp"]["links_up"] == 1 and d["axes"]["dp"]["ok"] is False
     # the cluster recovers: a fresh process group once rank 3's engine is free again
     assert c4.run(sleep_worker, seconds=0) == [0, 1, 2, 3]
-    assert c4.precheck(L, timeout=3).ok
+    assert precheck(c4, L, timeout=3).ok
 
 
 def test_exception_on_every_rank_keeps_the_cluster(c4):
-    with pytest.raises(RunFailed, match=r"rank 0 failed: RuntimeError: rank 0 failed at step 0 \(injected\)") as ei:
+    with pytest.raises(RunFailed, match=r"rank 0 \(-\) failed: RuntimeError: rank 0 failed at step 0 \(injected\)") as ei:
         c4.run(steps_worker, steps=3, fail_rank=[0, 1, 2, 3], at_step=0)
-    assert sorted(ei.value.failed) == [0, 1, 2, 3] and not ei.value.cluster_stopped
+    rep = ei.value.report
+    assert sorted(ei.value.failed) == [0, 1, 2, 3] and rep.kind == "failed" and rep.launcher == "ipyparallel"
+    assert c4.client is not None                                  # plain exceptions: the cluster is kept
     assert c4.run(sleep_worker, seconds=0) == [0, 1, 2, 3]
 
 
@@ -101,7 +105,7 @@ def test_cancel_interrupts_and_the_cluster_stays_usable(c4):
     FIG["cancel_s"] = time.monotonic() - t
     assert st == {r: "cancelled" for r in range(4)}, st
     assert c4.client is not None                              # interrupted in Python: no need to stop
-    with pytest.raises(RunFailed, match="stopped"):
+    with pytest.raises(RunFailed, match="cancelled"):
         h.wait()
     assert c4.run(steps_worker, steps=2, step_s=0)[0]["steps"] == 2
 
@@ -125,9 +129,11 @@ def test_killed_rank_is_named_within_seconds_and_nothing_is_left():
     FIG["dead_rank_raise_incl_stop_s"] = t_raised - t_kill
     assert list(e.dead) == [2] and "SIGKILL" in e.dead[2], str(e)
     assert e.last[2]["step"] >= 3 and e.last[2]["last_op"]["op"] == "all_reduce"
-    assert str(e).startswith("run of supernode_nb.runtime.cluster.steps_worker failed after") and "rank 2 died" in str(e)
+    rep = e.report                                                # the same report as a local run's
+    assert rep.kind == "dead" and rep.culprits == [2] and rep.axis == "dp" and rep.left == [], rep.text()
+    assert str(e).startswith("dead rank 2 on axis dp") and "rank 2 (-) dead: engine pid" in str(e)
     assert h.failure_seen_at - t_kill < 3.0
-    assert e.cluster_stopped and c.processes() == []
+    assert c.processes() == []
     assert _none_left(all_pids), [p for p in all_pids if psutil.pid_exists(p)]
     with pytest.raises(ClusterError, match="not started"):
         c.run(sleep_worker)
@@ -147,14 +153,15 @@ def test_missing_rank_at_start_then_hung_rank_caught_by_timeout():
         # rank 1 hangs at step 2; its peers wait in all_reduce until the 3 s group timeout
         h = c.run_async(steps_worker, steps=6, step_s=0.02, hang_rank=1, at_step=2)
         t = time.monotonic()
-        with pytest.raises(RunFailed, match=r"rank 1 hung \(still running when its peers timed out\); last record: \{seq=2, step=1") as ei:
+        with pytest.raises(RunFailed, match=r"rank 1 \(-\) hung: still running when its peers timed out; step 1; last op all_reduce on dp") as ei:
             h.wait()
         FIG["hung_rank_s"] = time.monotonic() - t                 # includes stopping the cluster
-        FIG["hung_first_timeout_seen_s"] = ei.value.detect_s
-        assert ei.value.hung == [1] and sorted(ei.value.failed) == [0, 2]
-        assert ei.value.detect_s < 3 + 5                          # the peers' 3 s group timeout, seen by the client
+        rep = ei.value.report
+        FIG["hung_first_timeout_seen_s"] = rep.detected - rep.started
+        assert ei.value.hung == [1] and rep.culprits == [1] and sorted(ei.value.stopped) == [0, 2]   # peers timed out: waiting
+        assert rep.detected - rep.started < 3 + 5                 # the peers' 3 s group timeout, seen by the client
         assert FIG["hung_rank_s"] < 3 + 7                         # + waiting for every peer's timeout + stop
-        assert ei.value.cluster_stopped and c.processes() == []
+        assert c.processes() == []
     assert _none_left(all_pids)
 
 
@@ -179,3 +186,14 @@ def test_same_worker_under_torchrun(tmp_path):
     assert "precheck OK" in r.stdout and r.stdout.count('"steps": 3') == 2
     recs = [json.loads(l) for l in (tmp_path / "rec.rank1.jsonl").read_text().splitlines()]
     assert [x["step"] for x in recs] == [0, 1, 2] and recs[-1]["last_op"]["op"] == "all_reduce"
+
+
+def test_training_run_through_the_cluster_launcher(c4):
+    "The runner's worker through `ClusterLauncher`: the same handle (live records, state) and result as local processes."
+    from supernode_nb.runtime.runner import assemble, make_spec, start
+    spec = make_spec("tiny-gpt", steps=2, dp=2, tp=2, global_batch_size=4)
+    h = start(spec, ClusterLauncher(c4))
+    live = [(r["rank"], r["step"]) for r in h.stream(interval=0.05)]
+    res = assemble(spec, h.wait())
+    assert sorted(live) == [(r, s) for r in range(4) for s in range(2)] and h.status() == {r: "done" for r in range(4)}
+    assert h.first_record_s is not None and len(res["losses"]) == 2

@@ -1,8 +1,9 @@
-"""`supernode-nb run --checkpoint-dir/--resume`: the command line path of issue 7, end to end."""
-import json, subprocess, sys
+"""`supernode-nb run --checkpoint-dir/--resume/--max-restarts`: the command line path of issues 7 and 14 (§4), end to end."""
+import json, os, subprocess, sys
 
-def run(*args):
-    r = subprocess.run([sys.executable, "-m", "supernode_nb.cli", "run", "--json", *args], capture_output=True, text=True, timeout=600)
+def run(*args, env=None):
+    r = subprocess.run([sys.executable, "-m", "supernode_nb.cli", "run", "--json", *args], capture_output=True, text=True, timeout=600,
+                       env={**os.environ, "SUPERNODE_NB_ARCHIVE": "off", **(env or {})})
     assert r.returncode == 0, r.stderr[-3000:]
     return json.loads(r.stdout)
 
@@ -22,3 +23,18 @@ def test_resume_into_another_layout_matches_single_process(tmp_path):
     assert len(got) == 6
     for a, b in zip(got, ref["losses"]):
         assert abs(a - b) <= 1e-4 * abs(b), (got, ref["losses"])
+
+def test_restart_after_kill_matches_single_process(tmp_path):
+    "A kill at step 3 with --max-restarts 1: dp shrinks 2 → 1 on the 3 healthy devices, resharded from step 2; losses as one process."
+    ref = run("--world", "1", "--steps", "5")
+    out = run("--world", "4", "--dp", "2", "--tp", "2", "--steps", "5", "--checkpoint-dir", str(tmp_path / "ck"),
+              "--checkpoint-every", "2", "--max-restarts", "1", "--inject-fault", "rank=3,step=3,kind=kill",
+              env={"SUPERNODE_NB_ARCHIVE": "on", "SUPERNODE_NB_HOME": str(tmp_path / "home")})
+    assert len(out["losses"]) == 5 and out["start"] == 2 and [s["step"] for s in out["steps"]] == [2, 3, 4]
+    (r,) = out["restarts"]
+    assert (r["kind"], r["culprits"], r["resume_step"], r["config"]["dp"], r["reshard"]) == ("dead", [3], 2, 1, True), r
+    for a, b in zip(out["losses"], ref["losses"]):
+        assert abs(a - b) <= 1e-4 * abs(b), (out["losses"], ref["losses"])
+    from supernode_nb.foundation.store import Archive
+    (rec,) = Archive(tmp_path / "home" / "archive.sqlite").list_runs()
+    assert rec.outcome == "ok" and rec.extra["restarts"][0]["culprits"] == [3], rec.extra

@@ -1,6 +1,6 @@
 """`supernode-nb run` and `examples/train_torchrun.py` end to end: JSON shape, losses equal to the single-process run,
 clean errors (status 1 / 2, no traceback), a Chrome trace, and no process left behind."""
-import json, os, subprocess, sys, uuid
+import json, os, subprocess, sys, time, uuid
 from pathlib import Path
 
 import psutil
@@ -13,14 +13,17 @@ BIN = Path(sys.executable).parent
 KEYS = {"rank", "wall_s", "data_s", "compute_s", "comm_s", "bubble_s", "other_s", "tokens_per_s", "peak_mem_bytes"}
 
 
-def _leftovers(tag):
-    "Processes still alive that carry this test's environment tag."
-    out = []
-    for p in psutil.process_iter(["pid"]):
-        try:
-            if p.environ().get("SNB_TEST_TAG") == tag: out.append(p.pid)
-        except (psutil.Error, OSError): pass
-    return out
+def _leftovers(tag, wait=5.0):
+    "Processes still alive that carry this test's environment tag (the forkserver exits within moments of its parent)."
+    t = time.monotonic()
+    while True:
+        out = []
+        for p in psutil.process_iter(["pid"]):
+            try:
+                if p.environ().get("SNB_TEST_TAG") == tag and p.status() != psutil.STATUS_ZOMBIE: out.append(p.pid)
+            except (psutil.Error, OSError): pass
+        if not out or time.monotonic() - t > wait: return out
+        time.sleep(0.2)
 
 
 def _run(args, timeout=240):
@@ -115,7 +118,8 @@ def test_torchrun_example():
 @pytest.mark.timeout(240)
 def test_train_worker_on_ipyparallel_engines():
     "The same worker on a 2-engine ipyparallel cluster, each step's record streamed live through `cluster.publish`."
-    from supernode_nb.runtime.cluster import Cluster, publish
+    from supernode_nb.runtime.cluster import Cluster
+    from supernode_nb.runtime.worker import publish
     from supernode_nb.runtime.runner import make_spec, train_worker, assemble, run
     spec = make_spec("tiny-gpt", steps=3, tp=2, micro_batch_size=2, global_batch_size=4)
     with Cluster(2, timeout=20) as c:

@@ -20,7 +20,7 @@ from ..foundation.config import ModelSpec, ParallelConfig
 # %% auto #0
 __all__ = ['MANIFEST', 'LATEST', 'FORMAT', 'index_map', 'runs_of', 'expand_runs', 'piece_key', 'CheckpointError', 'full_shapes',
            'holdings', 'step_dir', 'list_checkpoints', 'latest', 'read_manifest', 'verify', 'save', 'LoadResult',
-           'load', 'save_engine', 'load_engine', 'param_digest', 'train_worker', 'add_checkpoint_args',
+           'load', 'save_engine', 'load_engine', 'param_digest', 'add_checkpoint_args',
            'checkpoint_spec', 'resume_engine', 'maybe_save']
 
 # %% ../../nbs/30_parallel/37_checkpoint.ipynb #60a4b318
@@ -403,32 +403,6 @@ def load_engine(directory, engine, step: int | None = None) -> LoadResult:
 def param_digest(named) -> dict[str, str]:
     "Full name -> SHA-256 of the parameter's bytes: equal digests mean bit-identical tensors."
     return {f: hashlib.sha256(p.detach().contiguous().numpy().tobytes()).hexdigest()[:20] for f, p in named}
-
-def train_worker(rank: int, world: int, spec, cfg, steps: int, directory: str | None = None, every: int | None = None,
-                 resume: bool = False, lr: float = 1e-3, seed: int = 0, keep_last: int | None = None,
-                 fault: dict | None = None) -> dict:
-    "Worker: train `cfg` to `steps` (resuming from `directory` when asked), saving every `every` steps."
-    from supernode_nb.comm.collectives import Comm, CommRecorder
-    from supernode_nb.foundation.layout import RankLayout
-    from supernode_nb.parallel.engine import parallelize, Engine
-    spec = spec if isinstance(spec, ModelSpec) else ModelSpec(**spec)
-    cfg = cfg if isinstance(cfg, ParallelConfig) else ParallelConfig(**cfg)
-    layout = RankLayout.from_config(cfg)
-    rec = CommRecorder(rank)
-    comm = Comm.from_layout(layout, rank, rec)
-    eng = Engine(parallelize(spec, cfg, layout, rank, comm, seed), lr=lr)
-    from supernode_nb.runtime.faults import watch, inject
-    watch(rec)                                                     # heartbeats carry the step and last op
-    start, resumed = 0, None
-    if resume:
-        r = load_engine(directory, eng); start, resumed = r.step, r.to_dict()
-    losses = {}
-    for s in range(start, steps):
-        inject(fault, rank, s, comm)
-        losses[s] = eng.train_step(s).loss
-        if every and (s + 1) % every == 0: save_engine(directory, s + 1, eng, keep_last=keep_last)
-    return {"rank": rank, "start": start, "losses": losses, "digest": param_digest(holdings(eng.pm.chunks)),
-            "resumed": resumed, "coords": layout.coords(rank)}
 
 # %% ../../nbs/30_parallel/37_checkpoint.ipynb #b78c24ac
 def add_checkpoint_args(p) -> None:

@@ -14,7 +14,9 @@ import torch.distributed as dist
 from ..foundation.core import Parser, UsageError, emit
 from ..foundation.layout import RankLayout
 from ..foundation.config import add_parallel_args, config_from_args
-from .cluster import (Cluster, RankMissing, context, sleep_worker, _resolve, _err_line, _TIMEOUT_WORDS)
+from .launch import _resolve, _err_line, _TIMEOUT_WORDS
+from .worker import context, sleep_worker
+from .cluster import Cluster, RankMissing
 
 # %% auto #0
 __all__ = ['CHECK_AXES', 'precheck_worker', 'Link', 'PrecheckReport', 'precheck', 'precheck_local', 'cli_precheck']
