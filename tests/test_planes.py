@@ -20,6 +20,8 @@ def test_placement_flags_the_axis_on_the_wrong_plane():
     assert rep["flags"][0] == "dp: parameter traffic of node(s) 3 lands on the management plane via eth0 (12.5 GB/s per node, not 400)"
     assert any(f.startswith("management plane saturated") for f in rep["flags"])
     assert [m["node"] for m in rep["misbindings"]] == [3, 3]
+    assert "e.g. dp: parameter traffic of node(s) 3 lands on the management plane" in P.summary()   # the placement's own report
+    assert P.to_dict()["planes"]["axes"]["dp"]["lands_on"]["management"] == [3]
     good = place(RankLayout(tp=8, dp=4), T).plane_report({"dp": 2e9}, 0.5)
     assert good["flags"] == [] and good["planes"]["parameter"]["seconds"] < 0.5
 

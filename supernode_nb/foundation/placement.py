@@ -317,7 +317,11 @@ def to_dict(self: Placement) -> dict:
     return {"devices": self.devices, "axes": self.axis_report(), "strategy": self.strategy, "seed": self.seed,
             "mode": self.mode, "world_size": L.world_size, "layout": {"order": L.order, "degrees": dict(L.degrees)},
             "blocks": self.blocks, "topology": self.topology.to_dict(),
-            "nodes": self.node_plan()}
+            "nodes": self.node_plan(), **({"planes": self.plane_report()} if _bound(self) else {})}
+
+def _bound(p: Placement) -> bool:
+    "The topology carries a NIC binding (`foundation.planes.Topology.with_binding`, which also adds `plane_report`)."
+    return bool(p.topology.__dict__.get("_binding")) and hasattr(p, "plane_report")
 
 @patch
 def summary(self: Placement) -> str:
@@ -330,6 +334,7 @@ def summary(self: Placement) -> str:
         sh = ", ".join(f"{k} {v:.0%}" for k, v in r["share_by_level"].items() if v)
         lines.append(f"  {ax:<4} {r['size']:>5} {r['groups']:>7}  {sh:<44} {r['groups_leaving_domain']}/{r['groups']}")
     flags = [f for r in self.axis_report().values() for f in r["flags"]]
+    flags = (self.plane_report()["flags"] if _bound(self) else []) + flags    # a wrong plane first: it costs most
     if flags: lines.append(f"  {len(flags)} flag(s), e.g. {flags[0]}")
     return "\n".join(lines)
 
