@@ -156,7 +156,7 @@ class Engine:
                          if self.cfg.pp > 1 else None)
         self.spans: list[dict] = []          # compute spans for the Chrome trace
         self.records: list[StepRecord] = []
-        self.coords = {ax: self.comm.index(ax) for ax in ("tp", "dp", "pp", "ep", "edp")}
+        self.coords = {ax: self.comm.index(ax) for ax in ("tp", "cp", "dp", "pp", "ep", "edp")}
 
     def __repr__(self):
         d = " ".join(f"{k}{self.comm.size(k)}" for k in ("dp", "tp", "pp", "ep") if self.comm.size(k) > 1) or "single process"
