@@ -24,6 +24,7 @@ COMMANDS: dict[str, str] = {  # name -> "module:function"
     "estimate":   "supernode_nb.cost.costmodel:cli_estimate",
     "plan":       "supernode_nb.cost.planner:cli_plan",
     "doctor":     "supernode_nb.ops.doctor:cli_doctor",
+    "flight":     "supernode_nb.comm.flight:cli_flight",
     "archive":    "supernode_nb.ops.archive:cli_archive",
     "cluster-config": "supernode_nb.runtime.clusterconfig:cli_cluster_config",
 }
