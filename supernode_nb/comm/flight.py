@@ -6,11 +6,12 @@ Docs: https://supernode-nb.github.io/supernode_nb/20_comm/flight.html.md"""
 
 # %% ../../nbs/20_comm/22_flight.ipynb #dbf0e9ad
 from __future__ import annotations
-import html
+import html, json
 from typing import Iterable
+from ..foundation.core import Parser, UsageError, emit
 
 # %% auto #0
-__all__ = ['KINDS', 'where', 'signature', 'explain', 'lines', 'flight_table']
+__all__ = ['KINDS', 'where', 'signature', 'explain', 'lines', 'flight_table', 'load_flights', 'cli_flight']
 
 # %% ../../nbs/20_comm/22_flight.ipynb #39864ee4
 KINDS = ("dead_peer", "mismatch", "missing")       # what `explain` can name, most direct first
@@ -130,3 +131,31 @@ def _hang_worker(rank, world_size, scenario="mismatch", timeout_s=2.0):
         else: c.all_reduce(x, "tp")
     except Exception as e: err = f"{type(e).__name__}: {e}"[:200]
     return {"flight": rec.flight(), "error": err}
+
+# %% ../../nbs/20_comm/22_flight.ipynb #0df79ad3
+def load_flights(paths: list[str]) -> dict[int, list[dict]]:
+    "Rings from JSON files: a list (one rank's ring; the rank read from its entries) or a {rank: ring} dict each."
+    out: dict[int, list[dict]] = {}
+    for p in paths:
+        with open(p) as f: d = json.load(f)
+        if isinstance(d, dict): out.update({int(r): b for r, b in d.items()})
+        elif d: out[int(d[0]["rank"])] = d
+        else: raise UsageError(f"supernode-nb flight: error: {p} holds an empty ring (no rank to read)")
+    return out
+
+def cli_flight(argv: list[str]) -> int:
+    "supernode-nb flight: name the cause of a hang from the ranks' saved flight rings."
+    p = Parser(prog="supernode-nb flight", description="Line up the ranks' flight rings and name the cause of a hang.")
+    p.add_argument("files", nargs="+", help="JSON: one rank's ring (a list) or {rank: ring}")
+    p.add_argument("--world", type=int, default=None, help="world size: ranks without a ring count as dead")
+    p.add_argument("--dead", default="", help="ranks known dead, e.g. 3,5")
+    p.add_argument("--html", default=None, help="also write the per-group table to this file")
+    p.add_argument("--json", action="store_true")
+    a = p.parse_args(argv)
+    try: fl = load_flights(a.files)
+    except (OSError, ValueError, KeyError, IndexError) as e: raise UsageError(f"supernode-nb flight: error: {e}") from None
+    causes = explain(fl, [int(x) for x in a.dead.split(",") if x.strip()], a.world)
+    if a.html:
+        with open(a.html, "w") as f: f.write(flight_table(fl, causes))
+    emit(causes, a.json, "\n".join(lines(causes)) or f"nothing stuck: {len(fl)} ring(s), every collective done")
+    return 1 if causes else 0
