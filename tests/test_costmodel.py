@@ -131,14 +131,18 @@ def test_estimate_dtype_fp32_priced_at_fp32_peak():
     assert f["memory_breakdown"]["parameters"] == 2 * b["memory_breakdown"]["parameters"]
 
 
-def test_plan_marks_runnable_and_filters():
+def test_plan_marks_runnable_and_filters(monkeypatch):
+    "Plans carry the engine's verdict from foundation.capabilities; --runnable keeps only those it can run."
+    from supernode_nb.foundation import capabilities as caps
     m = MODEL_PRESETS["llama3-70b"]
-    p = plan(m, "dgx-h100-superpod", 1024, top=50)
-    assert all(set(r) >= {"runnable", "lacks"} for r in p.top)
-    assert all(r["runnable"] == (not r["lacks"]) for r in p.top)
-    assert all(("context parallelism" in " ".join(r["lacks"])) == (r["config"]["cp"] > 1) for r in p.top)
-    q = plan(m, "dgx-h100-superpod", 1024, top=50, runnable_only=True)
-    assert q.top and all(r["runnable"] and r["config"]["cp"] == 1 for r in q.top)
+    p = plan(m, "dgx-h100-superpod", 1024, top=30)
+    assert all(set(r) >= {"runnable", "lacks"} and r["runnable"] == (not r["lacks"]) for r in p.top)
+    assert all(r["runnable"] == (not caps.engine_gaps(m, ParallelConfig(**r["config"]), "nccl")) for r in p.top)
+    monkeypatch.setitem(caps.ENGINE_CAPABILITIES, "nccl", dict(caps.ENGINE_CAPABILITIES["nccl"], cp=False, zero=(0, 1)))
+    p = plan(m, "dgx-h100-superpod", 1024, top=30)
+    assert all((r["config"]["cp"] > 1 or r["config"]["zero"] > 1) == (not r["runnable"]) for r in p.top)
+    q = plan(m, "dgx-h100-superpod", 1024, top=30, runnable_only=True)
+    assert q.top and all(r["runnable"] and r["config"]["cp"] == 1 and r["config"]["zero"] <= 1 for r in q.top)
     r = cli("plan", "--model", "llama3-70b", "--topology", "dgx-h100-superpod", "--global-batch", "1024", "--runnable", "--json")
     assert r.returncode == 0, r.stderr
     assert all(x["runnable"] for x in json.loads(r.stdout)["top"])
