@@ -261,10 +261,10 @@ class ScheduleView:
 
 # %% ../../nbs/60_ui/67_panels.ipynb #bbbe9e20
 def estimate_for(state: DashboardState):
-    "The cost model's estimate for the pick, or None when there is no cost model (yet) or the pick is broken."
+    "The cost model's estimate of the pick, with this machine's calibrated profile when the archive has one for its topology; None when broken."
     from supernode_nb.cost import costmodel as cm
     if state.errors: return None
-    return cm.estimate(state.spec(), state.config(), placement=state.placement())
+    return cm.estimate(state.spec(), state.config(), placement=state.placement(), profile="auto")
 
 class EstimateView:
     "The cost model's estimate of the pick: memory against the device limit, the predicted step, throughput, MFU."
@@ -282,15 +282,17 @@ class EstimateView:
         self.estimate = e = estimate_for(self.state)
         self.note.value = (f"{html.escape(e.model)} on {e.devices} devices of {html.escape(e.topology)}: step {e.step_time_s:.4g} s, "
                            f"{e.tokens_per_s:,.0f} tokens/s, {e.tflops_per_device:.3g} TFLOP/s per device, MFU {e.mfu:.1%}"
+                           + f"<div style='color:#555'>{html.escape(_est_source(self.state, e))}</div>"
                            + "".join(f"<div style='color:#cf222e'>{html.escape(a)}</div>" for a in e.advice))
         replace_figure(self.fig, estimate_figure(e))
 
-def _est_source(st) -> str:
-    "Which model made the estimate bar, and how far to trust it."
+def _est_source(st, est=None) -> str:
+    "Which model made the estimate, with which figures (a machine profile or the preset's), and how far to trust it."
+    from supernode_nb.cost.profile import error_band
     try: topo = st.topo()
     except Exception: return "costmodel.estimate"
-    src = f"costmodel.estimate on the {topo.name} preset ({topo.chip.name})"
-    if topo.name.startswith("local"):
-        src += ("; its CPU rates are defaults, not measured here — supernode_nb.runtime.calibrate calibrates this machine "
-                "and compares per layout")
+    prof = getattr(est, "profile", "") or ""
+    src = f"costmodel.estimate on {topo.name} ({topo.chip.name}), profile: {prof or 'none'}"
+    if prof.startswith("none") and topo.name.startswith("local"): src += " — `supernode-nb calibrate` measures this machine into one"
+    elif prof and not prof.startswith("none"): src += f"; {error_band(prof)['text']}"
     return src
