@@ -8,6 +8,7 @@ and at the end every parameter. Tolerances (fp32, `engine.TOLERANCES`):
          on near-zero gradients; see nbs/26_engine.ipynb)
 Run with `-s` to see the measured errors.
 """
+import io
 import pytest
 import torch
 
@@ -22,6 +23,9 @@ CASES = [
     ("tp2-pp2-1f1b", "tiny-gpt", 4, dict(tp=2, pp=2, micro_batch_size=1, global_batch_size=4), "sgd", {}),
     ("dp2-pp2-gpipe-m4", "tiny-gpt", 4, dict(dp=2, pp=2, schedule="gpipe", micro_batch_size=1, global_batch_size=8), "sgd", {}),
     ("dp2-pp2-1f1b-m4", "tiny-gpt", 4, dict(dp=2, pp=2, schedule="1f1b", micro_batch_size=1, global_batch_size=8), "sgd", {}),
+    ("pp4-zb-h1-m8", "tiny-gpt", 4, dict(pp=4, schedule="zb-h1", micro_batch_size=1, global_batch_size=8), "sgd", {}),
+    ("dp2-pp2-zb-h1-recompute-full", "tiny-gpt", 4, dict(dp=2, pp=2, schedule="zb-h1", recompute="full", micro_batch_size=1,
+                                                       global_batch_size=8), "sgd", {}),
     ("pp2-interleaved-v2-m4", "tiny-gpt", 2, dict(pp=2, schedule="interleaved", virtual_stages=2, micro_batch_size=1,
                                                   global_batch_size=4), "sgd", {}),
     ("dp2-moe-ep1", "tiny-moe", 2, dict(dp=2, micro_batch_size=1, global_batch_size=4), "sgd", {}),
@@ -39,6 +43,15 @@ CASES = [
                                                         global_batch_size=4), "sgd", {}),
 ]
 LR = {"sgd": 0.1, "adamw": 1e-3}
+
+
+def _parity(rank, world, spec, cfg, ref_bytes, **kw):
+    "parity_worker with the reference passed as bytes (tensors in spawn arguments would each travel as a file descriptor)."
+    return parity_worker(rank, world, spec, cfg, torch.load(io.BytesIO(ref_bytes)), **kw)
+
+
+def _bytes(obj) -> bytes:
+    buf = io.BytesIO(); torch.save(obj, buf); return buf.getvalue()
 STEPS = 3
 
 
@@ -46,7 +59,7 @@ STEPS = 3
 def test_parity(name, model, world, cfg, opt, kw):
     spec = get_model(model)
     ref = reference_run(spec, cfg, steps=STEPS, optimizer=opt, lr=LR[opt], **kw)
-    res = spawn(parity_worker, world, spec, cfg, ref, steps=STEPS, optimizer=opt, lr=LR[opt], timeout_s=240, **kw)
+    res = spawn(_parity, world, spec, cfg, _bytes(ref), steps=STEPS, optimizer=opt, lr=LR[opt], timeout_s=240, **kw)
     tol = TOLERANCES[opt]
     worst = {k: max(r[k] for r in res) for k in ("loss_err", "grad_max_abs", "param_max_abs", "grad_excess", "param_excess")}
     print(f"\n{name}: loss rel err {worst['loss_err']:.1e}, grad max |Δ| {worst['grad_max_abs']:.1e}, "
@@ -60,14 +73,16 @@ def test_parity(name, model, world, cfg, opt, kw):
     # every parameter of the reference was checked on some rank, every step (ZeRO: parameters only)
     if not cfg.get("zero"):
         assert sum(r["checked"] for r in res) >= len(ref["grads"][0]) * STEPS
-    # the step breakdown adds up on every rank
+    # the step breakdown: other_s is the remainder, so the parts always sum to wall_s; what can go wrong is where
+    # time is put. A part measured twice (a pp wait counted as comm and as bubble) drives the remainder negative;
+    # pp waits belong to the bubble only, and only pipelines have one; every axis the layout communicates on shows
+    # its exposed time (a wait on an axis that went unrecorded, or was filed under another, fails here)
+    talks = {ax for ax in ("tp", "dp", "cp") if cfg.get(ax, 1) > 1}
     for r in res:
         for d in r["records"]:
-            parts = d["data_s"] + d["compute_s"] + sum(d["comm_s"].values()) + d["bubble_s"] + d["other_s"]
-            assert abs(parts - d["wall_s"]) < 1e-9 and d["compute_s"] > 0
-            # other_s is the remainder, so the sum is exact by construction; what can fail is a part measured twice
-            # (e.g. a pp wait counted as comm and bubble): then the remainder goes negative
-            assert min(d["data_s"], d["bubble_s"], d["other_s"], *d["comm_s"].values()) >= 0, d
+            assert d["compute_s"] > 0 and min(d["data_s"], d["bubble_s"], d["other_s"], *d["comm_s"].values()) >= 0, d
+            assert "pp" not in d["comm_s"] and (d["bubble_s"] > 0) == (cfg.get("pp", 1) > 1), d
+            assert talks <= {ax for ax, s in d["comm_s"].items() if s > 0}, (talks, d["comm_s"])
     if spec.is_moe:   # expert counts are recorded each step: top-k assignments of this rank's tokens per layer
         d = res[0]["records"][0]
         toks = cfg["global_batch_size"] // cfg.get("dp", 1) * spec.seq_len
