@@ -42,7 +42,7 @@ def _reshard(tmp_path, spec, a: ParallelConfig, b: ParallelConfig, save_at=2, st
     got = _losses(first) + _losses(second)
     err = max(abs(x - y) / abs(y) for x, y in zip(got, ref))
     assert err <= LOSS_RTOL, (got, ref, err)
-    short = lambda c: "·".join(f"{k}{getattr(c, k)}" for k in ("dp", "tp", "pp", "ep") if getattr(c, k) > 1) + ("·zero1" if c.zero else "")
+    short = lambda c: "·".join(f"{k}{getattr(c, k)}" for k in ("dp", "tp", "pp", "ep") if getattr(c, k) > 1) + (f"·zero{c.zero}" if c.zero else "")
     print(f"reshard {short(a)} -> {short(b)}: max relative loss error vs single process {err:.2e}")
     return err
 
@@ -55,6 +55,16 @@ def _reshard(tmp_path, spec, a: ParallelConfig, b: ParallelConfig, save_at=2, st
     (ParallelConfig(dp=4, zero=1, global_batch_size=4), ParallelConfig(dp=2, tp=2, zero=1, global_batch_size=4)),
 ], ids=["dp2tp2pp2-to-dp4pp2", "tp2-to-tp4", "dp2pp2-to-pp4", "zero1dp2-to-dp4", "zero1dp4-to-zero1dp2tp2"])
 def test_reshard_matches_reference(tmp_path, a, b):
+    _reshard(tmp_path, GPT4, a, b)
+
+
+@pytest.mark.parametrize("a,b", [
+    (ParallelConfig(dp=4, zero=3, global_batch_size=4), ParallelConfig(dp=2, tp=2, global_batch_size=4)),
+    (ParallelConfig(dp=2, pp=2, zero=3, global_batch_size=8), ParallelConfig(pp=4, global_batch_size=8)),
+    (ParallelConfig(dp=2, tp=2, zero=2, global_batch_size=4), ParallelConfig(dp=4, zero=3, global_batch_size=4)),
+], ids=["zero3dp4-to-dp2tp2", "zero3dp2pp2-to-pp4", "zero2dp2tp2-to-zero3dp4"])
+def test_reshard_through_zero3(tmp_path, a, b):
+    "ZeRO-3 saves each rank's 1/dp slices (fp32 masters and AdamW moments) and loads into, or from, any other layout."
     _reshard(tmp_path, GPT4, a, b)
 
 

@@ -20,8 +20,8 @@ from ..foundation.config import ModelSpec, ParallelConfig
 # %% auto #0
 __all__ = ['MANIFEST', 'LATEST', 'FORMAT', 'index_map', 'runs_of', 'expand_runs', 'piece_key', 'CheckpointError', 'full_shapes',
            'holdings', 'step_dir', 'list_checkpoints', 'latest', 'read_manifest', 'verify', 'save', 'LoadResult',
-           'load', 'save_engine', 'load_engine', 'param_digest', 'add_checkpoint_args',
-           'checkpoint_spec', 'resume_engine', 'maybe_save']
+           'load', 'save_engine', 'load_engine', 'param_digest', 'add_checkpoint_args', 'checkpoint_spec',
+           'resume_engine', 'maybe_save']
 
 # %% ../../nbs/30_parallel/37_checkpoint.ipynb #60a4b318
 def index_map(p: torch.Tensor, full_shape: Sequence[int]) -> torch.Tensor:
@@ -88,6 +88,7 @@ def holdings(model: nn.Module | Sequence[nn.Module]) -> list[tuple[str, nn.Param
 
 # %% ../../nbs/30_parallel/37_checkpoint.ipynb #8d464542
 def _is_zero(opt) -> bool: return hasattr(opt, "shards") and hasattr(opt, "optim")
+def _sharded(opt) -> bool: return getattr(opt, "stage", 0) >= 2    # ZeRO-2/3: the fp32 master slices are the parameters' truth
 
 def _zero_parts(opt, idx_of: dict[int, torch.Tensor]):
     "For a ZeroOptimizer: (shard, param, flat range of p, range within the shard slice) for every overlap."
@@ -105,13 +106,15 @@ def _pieces(named, shapes: dict, optimizer=None) -> tuple[dict, dict]:
         if fqn not in shapes: raise CheckpointError(f"parameter {fqn} is not in the model spec's parameters")
         idx = index_map(p, shapes[fqn]); idx_of[id(p)], fqn_of[id(p)] = idx, fqn
         runs = runs_of(idx); k = key_of[id(p)] = piece_key(fqn, runs)
-        sd[f"param/{k}"], sd[f"runs/{k}"] = p.detach().reshape(-1).clone(), runs
-        info[fqn] = {"shape": list(shapes[fqn]), "dtype": str(p.dtype).removeprefix("torch.")}
+        sd[f"runs/{k}"] = runs
+        if not _sharded(optimizer): sd[f"param/{k}"] = p.detach().reshape(-1).clone()   # ZeRO-3: freed; saved below
+        info[fqn] = {"shape": list(shapes[fqn]), "dtype": "float32" if _sharded(optimizer) else str(p.dtype).removeprefix("torch.")}
     if optimizer is None: return sd, info
     if _is_zero(optimizer):
         for sh, p, (a, b), (s, e) in _zero_parts(optimizer, idx_of):
             fqn = fqn_of[id(p)]
             runs = runs_of(idx_of[id(p)].reshape(-1)[a:b]); k = piece_key(fqn, runs); sd[f"runs/{k}"] = runs
+            if _sharded(optimizer): sd[f"param/{k}"] = sh.param.detach()[s:e].clone()      # this rank's slice only
             for name, t in optimizer.optim.state.get(sh.param, {}).items():
                 if torch.is_tensor(t) and t.dim() == 0: sd[f"scalar/{name}/{fqn}"] = t.detach().clone()
                 elif torch.is_tensor(t): sd[f"optim/{name}/{k}"] = t.detach()[s:e].clone()
@@ -348,7 +351,8 @@ def _restore_values(named, want, use, vals, shapes, optimizer, opt_names, scal_n
     for f, p in named:
         numel, pieces = math.prod(shapes[f]), use.get(f, {})
         get = lambda kind: {k: (ix, vals[f"{kind}/{k}"]) for k, ix in pieces.items() if f"{kind}/{k}" in vals}
-        d = {"param": _assemble(f, numel, want[f], get("param"), p.dtype).view_as(p), "optim": {}, "scalar": {}}
+        dt = torch.float32 if _sharded(optimizer) else p.dtype                          # ZeRO-2/3 load the fp32 masters
+        d = {"param": _assemble(f, numel, want[f], get("param"), dt).view_as(p), "optim": {}, "scalar": {}}
         for s in opt_names:
             got = get(f"optim/{s}")
             if got: d["optim"][s] = _assemble(f"{f} (optimizer {s})", numel, want[f], got, next(iter(got.values()))[1].dtype)
@@ -359,19 +363,21 @@ def _restore_values(named, want, use, vals, shapes, optimizer, opt_names, scal_n
 
 def _apply(named, new, optimizer, manifest):
     with torch.no_grad():
-        for f, p in named: p.copy_(new[f]["param"])
+        for f, p in named:
+            if not _sharded(optimizer): p.copy_(new[f]["param"])
     if optimizer is None: return
     fqn_of = {id(p): f for f, p in named}
     if _is_zero(optimizer):
         states = {id(sh): {} for sh in optimizer.shards}
         for sh, p, (a, b), (s, e) in _zero_parts(optimizer, None):
             f, st = fqn_of[id(p)], states[id(sh)]
-            with torch.no_grad(): sh.param[s:e] = p.detach().reshape(-1)[a:b].to(sh.param.dtype)   # fp32 master slice
+            with torch.no_grad(): sh.param[s:e] = new[f]["param"].reshape(-1)[a:b].to(sh.param.dtype)   # fp32 master slice
             for name, t in new[f]["optim"].items():
                 st.setdefault(name, torch.zeros(sh.param.shape, dtype=t.dtype))[s:e] = t[a:b]
             for name, t in new[f]["scalar"].items(): st[name] = t.clone()
         for sh in optimizer.shards:
             if states[id(sh)]: optimizer.optim.state[sh.param] = states[id(sh)]
+        if hasattr(optimizer, "refresh"): optimizer.refresh()             # ZeRO-2: whole parameters from the masters
     else:
         for f, p in named:
             st = {name: t.view_as(p).clone() for name, t in new[f]["optim"].items()}
@@ -402,7 +408,10 @@ def load_engine(directory, engine, step: int | None = None) -> LoadResult:
 # %% ../../nbs/30_parallel/37_checkpoint.ipynb #756f048f
 def param_digest(named) -> dict[str, str]:
     "Full name -> SHA-256 of the parameter's bytes: equal digests mean bit-identical tensors."
-    return {f: hashlib.sha256(p.detach().contiguous().numpy().tobytes()).hexdigest()[:20] for f, p in named}
+    return {f: hashlib.sha256(p.detach().contiguous().numpy().tobytes()).hexdigest()[:20] if _readable(p)
+            else f"sharded {tuple(p.shape)}" for f, p in named}
+
+def _readable(p) -> bool: return p.numel() == 0 or p.untyped_storage().nbytes() > 0   # ZeRO-3 frees whole parameters between uses
 
 # %% ../../nbs/30_parallel/37_checkpoint.ipynb #b78c24ac
 def add_checkpoint_args(p) -> None:
