@@ -33,6 +33,7 @@ def _check_code(ctx) -> list[Check]:
                       {"modules": names, "failed": bad})]
     return [Check("model", "code", "ok", f"all {len(names)} modules import", "", {"modules": names})]
 
+# %% ../../nbs/50_ops/50_doctor.ipynb #82c8992c
 def _check_forward(ctx) -> list[Check]:
     from supernode_nb.parallel import model as mod
     n = num_params(ctx.model)
@@ -53,6 +54,7 @@ def _check_forward(ctx) -> list[Check]:
                       "check the init scale and the loss function", data)]
     return [Check("model", "forward", "ok", f"forward+backward: initial loss {lv:.3f} ≈ ln(vocab) = {ref:.3f}", "", data)]
 
+# %% ../../nbs/50_ops/50_doctor.ipynb #43aa54d6
 def _check_checkpoint(ctx) -> list[Check]:
     if not ctx.checkpoint: return [Check("model", "checkpoint", "skipped", "no checkpoint folder given (--checkpoint DIR)",
                                          "pass --checkpoint DIR to verify one")]
@@ -64,7 +66,7 @@ def _check_checkpoint(ctx) -> list[Check]:
     return [Check("model", "checkpoint", "ok", f"step {info.get('step')} at {info.get('path')}: {info.get('files')} files, "
                   f"{info.get('bytes', 0)/1e6:.1f} MB, checksums match", "", jsonable(info))]
 
-# %% ../../nbs/50_ops/50_doctor.ipynb #8847d49e
+# %% ../../nbs/50_ops/50_doctor.ipynb #4a33afe7
 def _check_strategy(ctx) -> list[Check]:
     from supernode_nb.parallel import engine as eng      # the engine's check adds what it does not implement (cp > 1, ZeRO-2/3, ...)
     errs = eng.engine_check(ctx.model, ctx.config, ctx.world)
@@ -74,6 +76,7 @@ def _check_strategy(ctx) -> list[Check]:
                            "fix the degrees (supernode-nb validate lists each constraint)", {"errors": errs})]
     return [Check("framework", "strategy", "ok", f"{lay} of {ctx.model.name} on {ctx.world} ranks is valid", "", {"layout": lay})]
 
+# %% ../../nbs/50_ops/50_doctor.ipynb #2c2b7277
 def _check_memory(ctx) -> list[Check]:
     from supernode_nb.cost import costmodel as cm
     topo = topology_of(ctx)
@@ -97,7 +100,7 @@ def _memory_of(est) -> float | None:
 def _check_versions(ctx) -> list[Check]:
     return [check_versions(versions())]
 
-# %% ../../nbs/50_ops/50_doctor.ipynb #593a18a9
+# %% ../../nbs/50_ops/50_doctor.ipynb #54ece03d
 def strategy_calls(cfg: ParallelConfig, dtypes=("float32", "bfloat16")) -> list[tuple[str, str]]:
     "The (collective, dtype) pairs a strategy issues."
     ops = []
@@ -122,6 +125,7 @@ def _check_support(ctx) -> list[Check]:
     return [Check("operators", "support", "ok", f"{choice.device}/{choice.backend}: all {len(calls)} (op, dtype) pairs of the "
                   f"strategy supported{src}" if calls else f"{choice.device}/{choice.backend}: the strategy issues no collective", "", data)]
 
+# %% ../../nbs/50_ops/50_doctor.ipynb #546b68a3
 def _check_matmul(ctx) -> list[Check]:
     import torch
     dev = ctx.device or "cpu"
@@ -141,7 +145,7 @@ def _check_matmul(ctx) -> list[Check]:
     return [Check("operators", "execution", "ok", f"{n}×{n} matmul on {dev}: " + ", ".join(f"{k} {v:.1f} GFLOP/s" for k, v in out.items()),
                   "", {"gflops": out, "device": dev})]
 
-# %% ../../nbs/50_ops/50_doctor.ipynb #a65410cb
+# %% ../../nbs/50_ops/50_doctor.ipynb #fe9e1c28
 _LEFTOVER = (("ipcontroller", "ipyparallel controller"), ("ipyparallel.controller", "ipyparallel controller"),
              ("ipengine", "ipyparallel engine"), ("ipyparallel.engine", "ipyparallel engine"),
              ("ipyparallel.nanny", "ipyparallel nanny"), ("torch.distributed.run", "torchrun"), ("torchrun", "torchrun"),
@@ -162,6 +166,7 @@ def leftover_processes(exclude: set[int] | None = None) -> list[dict]:
                             "cmdline": cmd[:160]}); break
     return out
 
+# %% ../../nbs/50_ops/50_doctor.ipynb #9a0a2e94
 def _check_resources(ctx) -> list[Check]:
     import psutil
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
@@ -195,7 +200,7 @@ def _check_ports(ctx) -> list[Check]:
         return [Check("scheduling", "ports", "fail", f"cannot bind a port on {LOOPBACK}: {e}", "check the loopback interface and port limits")]
     return [Check("scheduling", "ports", "ok", f"a free port on {LOOPBACK} binds ({p})", "", {"port": p})]
 
-# %% ../../nbs/50_ops/50_doctor.ipynb #27baa303
+# %% ../../nbs/50_ops/50_doctor.ipynb #d7143aea
 def _check_accelerators(ctx) -> list[Check]:
     from supernode_nb.comm import backend as be
     pr = be.probe_all()
@@ -226,7 +231,7 @@ def _check_host_memory(ctx) -> list[Check]:
     return [Check("physical", "memory", "ok", f"{vm.available/2**30:.1f} GiB of {vm.total/2**30:.1f} GiB host memory free "
                   "(no per-rank estimate: the cost model rejects this strategy)", "", data)]
 
-# %% ../../nbs/50_ops/50_doctor.ipynb #a0ff6016
+# %% ../../nbs/50_ops/50_doctor.ipynb #20c4d3f2
 def _check_sensors(ctx) -> list[Check]:
     import psutil
     temps = getattr(psutil, "sensors_temperatures", lambda: {})() or {}
@@ -252,7 +257,7 @@ def _check_sensors(ctx) -> list[Check]:
     return [Check("physical", "sensors", "ok", (f"{n} temperature sensors below their high marks" if n else "") + ("; " if n and smi else "") + "; ".join(smi),
                   "", data)]
 
-# %% ../../nbs/50_ops/50_doctor.ipynb #3ede658f
+# %% ../../nbs/50_ops/50_doctor.ipynb #d30d3679
 CHECKS: list[Callable] = [_check_code, _check_forward, _check_checkpoint,
                           _check_strategy, _check_memory, _check_versions,
                           check_links, check_collectives,
@@ -264,6 +269,7 @@ _LAYER_OF = {f: l for l, fs in {"model": CHECKS[0:3], "framework": CHECKS[3:6], 
                                 "operators": CHECKS[8:10], "scheduling": CHECKS[10:13], "network": CHECKS[13:17],
                                 "physical": CHECKS[17:20]}.items() for f in fs}
 
+# %% ../../nbs/50_ops/50_doctor.ipynb #d9cf59ad
 def _guarded(f, ctx) -> list[Check]:
     t0 = time.monotonic()
     try: cs = f(ctx)
@@ -278,6 +284,7 @@ def _guarded(f, ctx) -> list[Check]:
         if not c.seconds: c.seconds = dt / len(cs)
     return cs
 
+# %% ../../nbs/50_ops/50_doctor.ipynb #042fecbd
 def doctor(model: ModelSpec | str | None = None,    # a preset name or spec (default tiny-gpt)
            config: ParallelConfig | None = None,        # the layout (default dp over `world`)
            world: int | None = None,                    # ranks (default the config's world size)
@@ -301,7 +308,7 @@ def doctor(model: ModelSpec | str | None = None,    # a preset name or spec (def
     except Exception as e: vs = {"error": str(e)}
     return Report(cs, vs, ctx.to_dict())
 
-# %% ../../nbs/50_ops/50_doctor.ipynb #15d3a0e5
+# %% ../../nbs/50_ops/50_doctor.ipynb #d1b0aade
 def parse_binding(s: str) -> dict:
     "`parameter=eth0,management=ib0` (every node), or a JSON file / text of {plane: iface} or {node: {plane: iface}}."
     if os.path.exists(s):
@@ -312,7 +319,7 @@ def parse_binding(s: str) -> dict:
         raise ValueError(f"binding {s!r}: use plane=iface,... or a JSON file")
     return {k.strip(): v.strip() for k, v in pairs}
 
-# %% ../../nbs/50_ops/50_doctor.ipynb #7242e13c
+# %% ../../nbs/50_ops/50_doctor.ipynb #134c9cc6
 def cli_doctor(argv: list[str]) -> int:
     "supernode-nb doctor: the seven-layer diagnosis of this machine (exit 1 when a check fails)."
     p = Parser(prog="supernode-nb doctor", description="Layered troubleshooting (seed 001): model, framework, communication, "
