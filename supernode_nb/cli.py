@@ -19,6 +19,8 @@ COMMANDS: dict[str, str] = {  # name -> "module:function"
     "place":      "supernode_nb.foundation.placement:cli_place",
     "demo":       "supernode_nb.ui.demo:cli_demo",
     "comm-bench": "supernode_nb.runtime.commbench:cli_comm_bench",
+    "calibrate":  "supernode_nb.runtime.calibrate:cli_calibrate",
+    "sweep":      "supernode_nb.runtime.sweep:cli_sweep",
     "precheck":   "supernode_nb.runtime.precheck:cli_precheck",
     "run":        "supernode_nb.runtime.recovery:cli_run",
     "estimate":   "supernode_nb.cost.costmodel:cli_estimate",

@@ -1,10 +1,10 @@
 """Issue 6: scaling measured locally beside the prediction (weak scaling over dp)."""
 import math
-from supernode_nb.runtime.calibrate import local_scaling, local_scaling_figure
+from supernode_nb.runtime.accuracy import local_scaling, local_scaling_figure
 
 
 def test_local_scaling_measured_beside_predicted():
-    df = local_scaling(dps=(1, 4), steps=4, skip=1)        # a group of 4 exercises the ring-shift link fit
+    df = local_scaling(dps=(1, 4), steps=4, skip=1)        # a group of 4: links measured at 4 ranks
     assert list(df.ranks) == [1, 4]
     for k in ("predicted", "measured"):
         assert df[f"{k}_efficiency"].iloc[0] == 1.0

@@ -15,7 +15,7 @@ from ..foundation.config import ModelSpec, ParallelConfig, MODEL_PRESETS, add_mo
 from ..foundation.store import Archive, ArchiveError, RunRecord, default_path, plain, _iso
 
 # %% auto #0
-__all__ = ['flatten', 'cli_archive']
+__all__ = ['flatten', 'cli_archive', 'archive_accuracy']
 
 # %% ../../nbs/50_ops/51_archive.ipynb #7bb22998
 def flatten(d: Any, prefix: str = "") -> dict:
@@ -119,7 +119,7 @@ def argv_of(self: Archive, id: int) -> list[str]:
 
 # %% ../../nbs/50_ops/51_archive.ipynb #8d098c37
 def cli_archive(argv: list[str]) -> int:
-    "supernode-nb archive list|show ID|compare A B|rerun ID: the configuration archive."
+    "supernode-nb archive list|show ID|compare A B|rerun ID|accuracy: the configuration archive."
     p = Parser(prog="supernode-nb archive", description="The archive of runs and plans.")
     p.add_argument("--archive", default=None, help=f"archive file (default {default_path()})")
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -131,7 +131,8 @@ def cli_archive(argv: list[str]) -> int:
     cp.add_argument("--all", action="store_true", help="show equal rows too")
     rr = sub.add_parser("rerun", help="run again from an archived config"); rr.add_argument("id", type=int)
     rr.add_argument("--dry-run", action="store_true", help="print the run command instead of running it")
-    for q in (ls, sh, cp, rr): q.add_argument("--json", action="store_true"); q.add_argument("--archive", default=None)
+    ac = sub.add_parser("accuracy", help="the estimate's past predicted-vs-measured pairs"); ac.add_argument("--profile", default="*")
+    for q in (ls, sh, cp, rr, ac): q.add_argument("--json", action="store_true"); q.add_argument("--archive", default=None)
     a, rest = p.parse_known_args(argv)
     if rest and a.cmd != "rerun": raise UsageError(f"supernode-nb archive {a.cmd}: error: unrecognized arguments: {' '.join(rest)}")
     arc = Archive(a.archive)
@@ -146,6 +147,7 @@ def cli_archive(argv: list[str]) -> int:
         view = df if a.all else df[df["differs"] | (df.index.get_level_values(0) == "measured/predicted")]
         emit([{"section": s, "field": f, **{k: plain(v) for k, v in row.items()}} for (s, f), row in df.iterrows()],
              a.json, view.to_string())
+    elif a.cmd == "accuracy": archive_accuracy(arc, a.profile, a.json)
     elif a.cmd == "rerun":
         run_argv = arc.argv_of(a.id) + rest + (["--json"] if a.json else [])
         if a.dry_run:
@@ -155,3 +157,16 @@ def cli_archive(argv: list[str]) -> int:
         except ImportError as e: raise ArchiveError(f"rerun needs supernode_nb.runtime.recovery ({e}); use --dry-run for the command") from None
         return int(cli_run(run_argv) or 0)
     return 0
+
+# %% ../../nbs/50_ops/51_archive.ipynb #49d67e2c
+def archive_accuracy(arc: Archive, profile: str | None = "*", as_json: bool = False) -> list[dict]:
+    "Print (and return) the archive's predicted-vs-measured pairs, with each profile's error band."
+    from supernode_nb.cost.profile import error_band
+    prof = None if profile == "none" else profile
+    pairs = arc.accuracy_pairs(prof) if arc.path.exists() else []
+    bands = {str(n): error_band(n, arc.path) for n in dict.fromkeys(p["profile"] for p in pairs)}
+    lines = [f"{p['id']:>5}  {p['when']}  {p['model']:<10} {p['layout']:<12} {str(p['profile']):<16} predicted {p['predicted_s'] * 1e3:8.1f} ms"
+             f"  measured {p['measured_s'] * 1e3:8.1f} ms  {p['error_pct']:+6.1f} %" for p in pairs]
+    text = "\n".join(lines + [f"{n}: {b['text']}" for n, b in bands.items()]) or f"(no runs with an estimate in {arc.path}: no history yet)"
+    emit({"pairs": pairs, "bands": bands}, as_json, text)
+    return pairs

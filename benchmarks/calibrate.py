@@ -1,0 +1,91 @@
+"""The estimate against measured steps of `supernode-nb run` on this machine (issue 10 §4, "This machine").
+
+Calibrates this machine into a profile (`runtime.calibrate.calibrate`: matmul rate, per-operator overhead, executor
+costs, share of a core per world size, gloo alpha-beta and hand-off latency per world x group size), then for every
+layout of `runtime.accuracy.LAYOUTS` (>= 12: dense and MoE, pp with m = 2..8, tp, dp, ZeRO-1, recompute, SP; tiny
+models, <= 8 ranks) predicts the step breakdown from the profile and measures it: medians over steps, then the
+median over `--repeats` interleaved repeats. Prints one JSON document: per layout predicted / measured step and
+parts (ms) and errors; median / max |step error|; median |error| per part; Kendall tau between predicted and
+measured steps; whether the predicted-best layout (tokens/s, per model) is within 10 % of the measured best; and
+the load average (the machine is shared: read the errors beside it).
+
+    python benchmarks/calibrate.py [--repeats 3] [--steps 8] [--skip 2] [--layouts "1 rank,dp2"] [--quick]
+"""
+import argparse, json, math, os, platform, statistics, subprocess, sys, time
+import torch
+from supernode_nb.runtime.calibrate import calibrate
+from supernode_nb.runtime.accuracy import LAYOUTS, kendall_tau, local_check, resolve_layouts, summary
+
+
+def _uptime() -> str:
+    try: return subprocess.run(["uptime"], capture_output=True, text=True, timeout=5).stdout.strip()
+    except Exception: return "load average: " + ", ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def _r(x, k=3):
+    return None if x is None or (isinstance(x, float) and math.isnan(x)) else round(float(x), k)
+
+
+def _best(df, col):
+    "Per model: is the layout with the best predicted tokens/s within 10 % of the measured best?"
+    st = df[df.part == "step"].copy()
+    st["tps_pred"], st["tps_meas"] = st.gbs / st.predicted_s, st.gbs / st.measured_s
+    out = {}
+    for model, g in st.groupby("model"):
+        if len(g) < 2: continue
+        pick, best = g.loc[g.tps_pred.idxmax()], g.tps_meas.max()
+        out[model] = {"predicted_best": pick.layout, "measured_best": g.loc[g.tps_meas.idxmax()].layout,
+                      "pick_vs_best_pct": _r(100 * (pick.tps_meas / best - 1), 1), "within_10pct": bool(pick.tps_meas >= 0.9 * best)}
+    return out
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--steps", type=int, default=8)
+    ap.add_argument("--skip", type=int, default=2)
+    ap.add_argument("--quick", action="store_true", help="calibrate with --quick")
+    ap.add_argument("--layouts", default=None, help=f"comma-separated names from: {', '.join(LAYOUTS)}")
+    a = ap.parse_args(argv)
+    L = resolve_layouts(a.layouts.split(",") if a.layouts else None)
+    up0, t0 = _uptime(), time.monotonic()
+    prof = calibrate(quick=a.quick, progress=lambda s: print(s, file=sys.stderr, flush=True))
+    t_cal = time.monotonic() - t0
+    progress = lambda n, r, m: print(f"{n} #{r}: {m['step_s'] * 1e3:.1f} ms (load {m['load_avg']})", file=sys.stderr, flush=True)
+    df = local_check(L, prof, repeats=a.repeats, steps=a.steps, skip=a.skip, progress=progress)
+    s = summary(df)
+    ae = s.step_error_pct.abs()
+    parts = df[df.part != "step"].copy()
+    parts["kind"] = parts.part
+    per_part = {k: {"median_abs_error_pct": _r(g.error_pct.abs().median(), 1), "n": len(g),
+                    "median_signed_error_pct": _r(g.error_pct.median(), 1)} for k, g in parts.groupby("kind")}
+    st = df[df.part == "step"]
+    out = {"machine": {"cpus": os.cpu_count(), "cores": prof.devices, "torch": torch.__version__, "python": platform.python_version(),
+                       "uptime_before": up0, "uptime_after": _uptime(), "calibrate_s": round(t_cal, 1),
+                       "sweep_s": round(time.monotonic() - t0, 1)},
+           "settings": {"repeats": a.repeats, "steps": a.steps, "skip": a.skip, "threads_per_rank": 1,
+                        "measured": "median over interleaved repeats of (median over steps of the slowest rank's wall; rank-mean parts)",
+                        "predicted_by": df.attrs.get("profile") and f"runtime.accuracy.predict from profile {df.attrs['profile']}"
+                                        + ("" if st.costmodel_s.notna().any() else " (costmodel.estimate does not take a profile yet)")},
+           "profile": {k: v for k, v in prof.to_dict().items() if k not in ("detail", "links")} | {"links": prof.links},
+           "summary": {"layouts": len(s), "step_abs_error_pct": {"median": _r(ae.median(), 1), "max": _r(ae.max(), 1)},
+                       "within_10pct": int((ae <= 10).sum()), "within_25pct": int((ae <= 25).sum()),
+                       "kendall_tau": _r(kendall_tau(list(st.predicted_s), list(st.measured_s)), 3),
+                       "best_pick": _best(df, "predicted_s"), "per_part": per_part,
+                       "load_avg_median": _r(st.load_avg.median(), 2)}}
+    if st.costmodel_s.notna().any():
+        ce = s.costmodel_step_error_pct.abs()
+        out["summary"]["costmodel"] = {"step_abs_error_pct": {"median": _r(ce.median(), 1), "max": _r(ce.max(), 1)},
+                                       "kendall_tau": _r(kendall_tau(list(st.costmodel_s), list(st.measured_s)), 3)}
+    out["layouts"] = {}
+    for name, g in df.groupby("layout", sort=False):
+        r0 = g[g.part == "step"].iloc[0]
+        out["layouts"][name] = {"model": r0.model, "world": int(r0.world), "load_avg": _r(r0.load_avg, 2), "step_spread_pct": _r(r0.step_spread_pct, 1),
+                                "parts": {r.part: {"predicted_ms": _r(r.predicted_s * 1e3), "measured_ms": _r(r.measured_s * 1e3),
+                                                   "error_pct": _r(r.error_pct, 1), "costmodel_ms": _r(r.costmodel_s * 1e3)}
+                                          for r in g.itertuples()}}
+    print(json.dumps(out, indent=1, ensure_ascii=False))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,71 @@
+"""The calibration and the local prediction against the runtime itself.
+
+Accuracy is not asserted (the machine is shared and noisy; `benchmarks/calibrate.py` reports the errors). What is
+asserted: the collectives the prediction charges are the ones the runtime issues (counted by its recorder), the
+prediction moves the way the physics says when one measured figure moves, the calibration's figures are measured
+and saved, and predicted and measured parts line up for a real run."""
+import dataclasses, json, math, multiprocessing as mp
+import pytest
+from supernode_nb.foundation.config import ParallelConfig as P, get_model
+from supernode_nb.cost.profile import MachineProfile, find_profile
+from supernode_nb.runtime.calibrate import calibrate, cli_calibrate
+from supernode_nb.runtime.accuracy import (collective_counts_worker, ep_collectives, local_check, predict, tp_collectives)
+from supernode_nb.runtime.launch import spawn
+
+TINY, MOE = get_model("tiny-gpt"), get_model("tiny-moe")
+
+
+@pytest.mark.parametrize("model,cfg", [
+    (TINY, P(tp=2, global_batch_size=4)),
+    (TINY, P(tp=2, global_batch_size=2, sequence_parallel=True)),
+    (TINY, P(tp=2, global_batch_size=4, recompute="full")),
+    (MOE, P(dp=2, ep=2, global_batch_size=4)),
+])
+def test_charged_collectives_are_the_runtimes(model, cfg):
+    seen = spawn("supernode_nb.runtime.accuracy:collective_counts_worker", cfg.world_size, model=model.to_dict(), cfg=cfg.to_dict())[0]
+    m = cfg.num_microbatches
+    want = {}
+    for op, k, _ in tp_collectives(model, cfg): want[op] = want.get(op, 0) + round(k * m)
+    if want: assert seen["tp"] == want
+    big, splits = ep_collectives(model, cfg)
+    if big: assert seen["ep"] == {"all_to_all": m * (big + splits)}
+    assert mp.active_children() == []
+
+
+@pytest.fixture(scope="module")
+def prof():
+    return calibrate(quick=True, worlds=(2,), name="test")
+
+
+def test_prediction_follows_the_measured_figures(prof):
+    base = P(pp=2, global_batch_size=4)
+    p0 = predict(TINY, base, prof)
+    slow_ops = predict(TINY, base, dataclasses.replace(prof, op_s=2 * prof.op_s))
+    assert slow_ops["compute_s"] > 1.5 * p0["compute_s"]                 # operators dominate tiny models on a CPU
+    links = json.loads(json.dumps(prof.links)); links["loopback"]["2×2"]["handoff"][1] += 0.01
+    slow_hand = predict(TINY, base, dataclasses.replace(prof, links=links))
+    assert slow_hand["bubble_s"] > p0["bubble_s"] and slow_hand["compute_s"] == p0["compute_s"]
+    half = predict(TINY, base, dataclasses.replace(prof, shares={"2": prof.shares["2"] / 2}))
+    assert half["compute_s"] == pytest.approx(2 * p0["compute_s"])
+    assert predict(TINY, P(pp=2, global_batch_size=8), prof)["compute_s"] == pytest.approx(2 * p0["compute_s"])
+
+
+def test_calibration_is_measured_and_saved(prof, tmp_path, capsys):
+    assert prof.kind == "cpu" and prof.matmul_tflops["fp32"] > 0 and prof.op_s > 0 and 0 < prof.shares["2"] <= 1
+    fits = prof.links["loopback"]["2×2"]
+    assert {"all", "all_reduce", "all_to_all", "send_recv", "handoff"} <= set(fits)
+    assert all(bw > 0 and lat >= 0 for bw, lat in fits.values())
+    assert cli_calibrate(["--quick", "--worlds", "2", "--name", "saved", "--archive", str(tmp_path / "a.sqlite"), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["saved"] and find_profile("local", path=tmp_path / "a.sqlite").name == "saved"
+
+
+def test_parts_line_up_with_a_real_run(prof):
+    df = local_check(["tp2", "pp2 1f1b m2"], prof, repeats=2, steps=4, skip=1)
+    assert list(df[df.layout == "tp2"].part) == ["step", "compute", "comm.tp", "other"]
+    assert list(df[df.layout == "pp2 1f1b m2"].part) == ["step", "compute", "bubble", "other"]   # pp waits are bubble
+    for name, g in df.groupby("layout"):
+        assert g[g.part == "step"].predicted_s.iloc[0] == pytest.approx(g[g.part != "step"].predicted_s.sum(), rel=1e-9)
+        assert (g.measured_s > 0).all() and (g.repeats == 2).all()
+        assert g[g.part == "step"].measured_s.iloc[0] >= 0.5 * g[g.part != "step"].measured_s.sum()   # a step holds its parts
+    assert mp.active_children() == []
