@@ -1,7 +1,7 @@
 """Issue 14 §1: a hang explained from the ranks' flight rings — hand-built rings for each cause, and real hangs on gloo."""
 import pytest
 from supernode_nb.comm.collectives import CommRecorder
-from supernode_nb.comm.flight import explain, lines, flight_table, where
+from supernode_nb.comm.flight import explain, lines, flight_table, flight_figure, where
 from supernode_nb.runtime.launch import spawn
 
 
@@ -73,6 +73,8 @@ def test_lines_and_table():
     t = flight_table(rings, cs)
     assert "group [0, 1]" in t and "all_reduce running" in t and "—" in t and "<script" not in t
     assert where(rings[1]) is None and where(rings[0])["seq"] == 2
+    fig = flight_figure(rings, [0, 1], cs)
+    assert fig.data[0].y == ("rank 0", "rank 1 ✗") and fig.data[0].text[1][1] == "—"   # rank 1 never entered #2
 
 
 @pytest.mark.parametrize("scenario,want", [("mismatch", ("mismatch", 1, [0, 1], "all_reduce", 2)),

@@ -11,7 +11,7 @@ from typing import Iterable
 from ..foundation.core import Parser, UsageError, emit
 
 # %% auto #0
-__all__ = ['KINDS', 'where', 'signature', 'explain', 'lines', 'flight_table', 'load_flights', 'cli_flight']
+__all__ = ['KINDS', 'where', 'signature', 'explain', 'lines', 'flight_table', 'flight_figure', 'load_flights', 'cli_flight']
 
 # %% ../../nbs/20_comm/22_flight.ipynb #39864ee4
 KINDS = ("dead_peer", "mismatch", "missing")       # what `explain` can name, most direct first
@@ -115,7 +115,31 @@ def flight_table(flights: dict[int, list[dict]],   # rank -> its flight ring
         out.append(f"<p><b>group {list(g)}</b></p><table><thead><tr><th></th>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>")
     return '<div class="snb-flight">' + "".join(out) + "".join(f"<p>{e(l)}</p>" for l in lines(causes)) + "</div>"
 
-# %% ../../nbs/20_comm/22_flight.ipynb #f5956143
+# %% ../../nbs/20_comm/22_flight.ipynb #745fee9a
+_Z = {"done": 0, "posted": 1, "running": 2, None: 3}
+
+def flight_figure(flights: dict[int, list[dict]],   # rank -> its flight ring
+                  group: list[int] | tuple,         # the group to draw (its global ranks)
+                  causes: list[dict] | None = None, # `explain`'s output (computed when None)
+                  last: int = 6):                   # sequence numbers shown
+    "A plotly heatmap of one group's recent collectives: ranks × sequence numbers, coloured by state, op as text."
+    import plotly.graph_objects as go
+    causes, g = explain(flights) if causes is None else causes, tuple(group)
+    cells = {(r, x["seq"]): x for r, b in flights.items() for x in (b or []) if tuple(x["group"]) == g}
+    seqs = sorted({s for _, s in cells})[-last:]
+    z = [[_Z[cells[(r, s)]["state"]] if (r, s) in cells else 3 for s in seqs] for r in g]
+    text = [[cells[(r, s)]["op"] if (r, s) in cells else "—" for s in seqs] for r in g]
+    named = {c["rank"] for c in causes if tuple(c["group"]) == g}
+    fig = go.Figure(go.Heatmap(z=z, text=text, texttemplate="%{text}", zmin=0, zmax=3, showscale=False, xgap=2, ygap=2,
+                               colorscale=[[0, "#eaeef2"], [1 / 3, "#fff3bf"], [2 / 3, "#ffd8a8"], [1, "#ffc9c9"]],
+                               x=[f"#{s}" for s in seqs], y=[f"rank {r}" + (" ✗" if r in named else "") for r in g],
+                               hovertemplate="%{y}, %{x}: %{text}<extra></extra>"))
+    fig.update_yaxes(autorange="reversed")
+    fig.update_layout(title=f"group {list(g)}: " + ("; ".join(f"{c['kind']} rank {c['rank']}" for c in causes if tuple(c["group"]) == g) or "no cause"),
+                      height=160 + 40 * len(g), width=120 + 110 * max(len(seqs), 1))
+    return fig
+
+# %% ../../nbs/20_comm/22_flight.ipynb #3f180ca2
 def _hang_worker(rank, world_size, scenario="mismatch", timeout_s=2.0):
     "Test worker: two clean collectives, then the `scenario` breaks the tp group of ranks 0,1 (mismatch) or 2,3 (missing)."
     import torch
@@ -132,7 +156,7 @@ def _hang_worker(rank, world_size, scenario="mismatch", timeout_s=2.0):
     except Exception as e: err = f"{type(e).__name__}: {e}"[:200]
     return {"flight": rec.flight(), "error": err}
 
-# %% ../../nbs/20_comm/22_flight.ipynb #0df79ad3
+# %% ../../nbs/20_comm/22_flight.ipynb #61c09949
 def load_flights(paths: list[str]) -> dict[int, list[dict]]:
     "Rings from JSON files: a list (one rank's ring; the rank read from its entries) or a {rank: ring} dict each."
     out: dict[int, list[dict]] = {}
