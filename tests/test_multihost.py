@@ -57,6 +57,25 @@ def _dev_bytes(pid: int, ifname: str = "eth0") -> int:
     raise LookupError(ifname)
 
 
+def _ns_of(pid: int) -> str | None:
+    "Name of the network namespace `pid` lives in (from /run/netns), or None for the root namespace."
+    ino = os.stat(f"/proc/{pid}/ns/net").st_ino
+    return next((n for n in sorted(os.listdir("/run/netns")) if os.stat(f"/run/netns/{n}").st_ino == ino), None)
+
+
+def _fake_ssh(d: Path, hosts: dict[str, str]) -> tuple[str, str]:
+    "Stand-ins for ssh and scp: `ssh [opts] host cmd` runs cmd (bash) in host's namespace; scp copies (one filesystem)."
+    cases = " ".join(f"{ip}) ns={ns};;" for ip, ns in hosts.items())
+    ssh, scp = d / "ssh", d / "scp"
+    ssh.write_text("#!/bin/bash\nwhile [[ $1 == -* ]]; do case $1 in -[opilF]) shift 2;; *) shift;; esac; done\n"
+                   f'h=${{1##*@}}; shift\ncase $h in {cases} *) echo "ssh: no host $h" >&2; exit 255;; esac\n'
+                   'exec ip netns exec "$ns" bash -c "$*"\n')
+    scp.write_text("#!/bin/bash\na=(); for x in \"$@\"; do [[ $x == -* ]] || a+=(\"${x#*:}\"); done\n"
+                   '[[ $(realpath -m "${a[0]}") == $(realpath -m "${a[1]}") ]] && exit 0\nmkdir -p "$(dirname "${a[1]}")" && exec cp "${a[0]}" "${a[1]}"\n')
+    for f in (ssh, scp): f.chmod(0o700)
+    return str(ssh), str(scp)
+
+
 def drive(out_path: str, hosts: list[str]) -> None:
     "Scenarios on a cluster whose engines live in `hosts`; one JSON line per scenario to `out_path`."
     import psutil
@@ -73,6 +92,7 @@ def drive(out_path: str, hosts: list[str]) -> None:
         out.write(json.dumps({"scenario": name, **d}, default=str) + "\n"); out.flush()
 
     launcher = _engine_launchers(hosts)
+    fake_ssh, fake_scp = _fake_ssh(Path(out_path).parent, dict(zip((H1_IP, H2_IP), hosts)))
     t = time.monotonic()
     c = Cluster(4, host=HEAD_IP, timeout=5, engine_launcher_class=launcher).start()
     try:
@@ -86,7 +106,7 @@ def drive(out_path: str, hosts: list[str]) -> None:
         h = c.run_async(train_worker, spec, publish=publish)
         live = [(r["rank"], r["step"]) for r in h.stream(interval=0.05)]
         res = assemble(spec, h.wait())
-        put("train", seconds=time.monotonic() - t, live=live, losses=res["losses"], spec=spec,
+        put("train", seconds=time.monotonic() - t, live=live, losses=res["losses"],
             bytes={r: _dev_bytes(pid) - before[r] for r, pid in c.pids().items()},
             tcp={r: _tcp(pid) for r, pid in c.pids().items()})
         # the link pre-check: ok, then rank 3 kept busy is named, then ok again
@@ -116,15 +136,27 @@ def drive(out_path: str, hosts: list[str]) -> None:
                 left=[p for p in all_pids if psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE])
     finally:
         c.stop()
-    # a hung rank: its peers time out in all_reduce; it is named hung, the others failed
-    with Cluster(2, host=HEAD_IP, timeout=3, engine_launcher_class=launcher) as c:
-        where = {r: psutil.Process(pid).environ().get("SNB_HOST") for r, pid in c.pids().items()}
+    # ipyparallel's own SSH launcher, from the profile `supernode-nb cluster-config --launcher ssh` writes: `ssh` and
+    # `scp` are stand-ins that run the command inside the host's namespace (same files, no sshd here)
+    from traitlets.config import Config
+    from supernode_nb.runtime.clusterconfig import write_profile
+    prof = write_profile(Path(out_path).parent / "profile_ssh", "ssh", {H1_IP: 1, H2_IP: 1}, controller_ip=HEAD_IP, ifname="eth0")
+    fake = Config({"SSHLauncher": {"ssh_cmd": [fake_ssh], "scp_cmd": [fake_scp]}})
+    t = time.monotonic()
+    with Cluster(2, host=HEAD_IP, timeout=3, profile_dir=prof["profile_dir"], config=fake) as c:
+        where = {r: _ns_of(pid) for r, pid in c.pids().items()}
+        ok = c.run(steps_worker, steps=3, step_s=0.0)
+        put("ssh", seconds=time.monotonic() - t, where=where, values=[o["value"] for o in ok],
+            launcher=type(c._ipp.engine_set).__name__, env=psutil.Process(c.pids()[0]).environ().get("GLOO_SOCKET_IFNAME"))
+        # a hung rank: its peers time out in all_reduce; it is named hung, the others failed
         h = c.run_async(steps_worker, steps=6, step_s=0.02, hang_rank=1, at_step=2)
         t = time.monotonic()
         try: h.wait(); put("hang", error="no RunFailed")
         except RunFailed as e:
-            put("hang", where=where, hung=e.hung, failed=e.failed, dead=e.dead, message=str(e),
-                last=e.last.get(1), seconds=time.monotonic() - t)
+            rep = getattr(e, "report", None)
+            put("hang", where=where, hung=e.hung, failed=e.failed, dead=e.dead, message=str(e), last=e.last.get(1),
+                seconds=time.monotonic() - t, stop_s=getattr(rep, "stop_s", None),
+                detect_s=rep.detected - rep.started if rep is not None else getattr(e, "detect_s", None))
     put("done")
 
 
@@ -248,11 +280,10 @@ def test_engines_live_on_two_hosts_and_reach_the_head_over_veth(results):
 
 
 def test_training_across_hosts_matches_the_single_process_run(results):
-    from supernode_nb.runtime.runner import run
+    from supernode_nb.runtime.runner import make_spec, run
     t = results["train"]
     assert sorted(map(tuple, t["live"])) == [(r, s) for r in range(4) for s in range(3)]
-    spec = dict(t["spec"])
-    ref = run({**spec, "parallel": {**spec["parallel"], "tp": 1, "dp": 1}, "world_size": 1})["losses"]
+    ref = run(make_spec("tiny-gpt", steps=3, global_batch_size=4))["losses"]      # one process, the same global batch
     assert all(abs(a - b) <= 1e-4 * abs(b) for a, b in zip(t["losses"], ref)), (t["losses"], ref)
     where = results["start"]["where"]
     for r, conns in t["tcp"].items():          # gloo pairs between the hosts: established h1 ↔ h2 connections
@@ -291,7 +322,15 @@ def test_hung_rank_named_at_the_group_timeout(results):
     assert h["hung"] == [1] and not h["dead"], h                      # rank 0 timed out waiting for it
     assert "rank 1" in h["message"] and "hung" in h["message"], h["message"]
     assert h["last"]["step"] == 1                                      # its last record: the step before the hang
-    assert h["seconds"] < 3 + 7                                        # the 3 s group timeout, + stopping
+    assert h["detect_s"] < 3 + 7, h                                    # the 3 s group timeout (+ a loaded machine)
+
+
+def test_ssh_launcher_with_the_cluster_config_profile(results):
+    "ipyparallel's SSH launcher from `cluster-config --launcher ssh`'s profile: one engine per host, each on eth0."
+    s = results["ssh"]
+    assert s["launcher"] == "SSHEngineSetLauncher" and s["env"] == "eth0", s
+    assert sorted(v[-2:] for v in s["where"].values()) == ["h1", "h2"], s["where"]
+    assert s["values"] == [5.0, 5.0]                                   # last step's all_reduce of rank + step over both hosts
 
 
 def test_torchrun_lands_where_the_placement_says(hosts, tmp_path):
