@@ -3,8 +3,9 @@
 - `valid_choices`: recomputing every control's valid options (run on every settled change of the pick), for a
   local pick and for a 384- and an 8,192-device topology;
 - a settled change of a degree with every view attached (picker, placement, schedule, estimate), per topology;
-- start -> first record and start -> done of a real run (`RunController` + `local_launcher`: supernode_nb.runtime.runner on
-  local processes), for a few layouts, first run in the process (pays the imports before the fork) and later ones.
+- start -> first record and start -> done of a real run (`RunController` + `LocalLauncher`: supernode_nb.runtime.runner on
+  supervised local processes started from a forkserver, never by fork), for a few layouts; `first_run` is the first
+  run in a fresh process (the forkserver starts and imports torch, torch._dynamo and the runner once), the rest reuse it.
 
 Times in seconds: median (min, max) of `--repeat` runs. The browser test (tests/test_browser.py) adds the page:
 it writes artifacts/browser_timings.json with the time from the click on "start" to the first point in the chart.
@@ -25,7 +26,9 @@ def main():
     out = {"machine": {"python": platform.python_version(), "cpus": os.cpu_count(), "load": os.getloadavg()}}
 
     t0 = time.perf_counter()
-    from supernode_nb.ui.dashstate import DashboardState, RunController, local_launcher, valid_choices, warm_imports
+    from supernode_nb.ui.dashstate import DashboardState, valid_choices, warm_imports
+    from supernode_nb.ui.controller import RunController
+    from supernode_nb.runtime.supervise import LocalLauncher
     from supernode_nb.ui.panels import StrategyPicker, PlacementView, ScheduleView, EstimateView
     out["import_s"] = time.perf_counter() - t0
 
@@ -46,17 +49,23 @@ def main():
         out["degree_change_all_views_s"][name] = stats(ts)
         assert all(not getattr(v, "log", None) or not v.log.entries for v in views), [v.log.entries for v in views]
 
-    t = time.perf_counter(); warm_imports(); out["warm_imports_s"] = time.perf_counter() - t
+    t = time.perf_counter(); warm_imports(); out["warm_imports_s"] = time.perf_counter() - t   # starts the forkserver (returns at once)
+    s = DashboardState(steps=a.steps, world=2)
+    t = time.monotonic(); rc = RunController(s, LocalLauncher(), interval=0.02).start()
+    assert rc.join(300) and s.status == "done", (s.status, s.failure)
+    out["first_run"] = {"layout": "dp2", "start_to_first_record_s": rc.first_record_s, "start_to_done_s": time.monotonic() - t,
+                        "load": os.getloadavg()}
     runs = {"dp2": dict(world=2), "tp2 dp2": dict(world=4, tp=2), "dp2 pp2": dict(world=4, pp=2), "tiny-moe ep2 dp2": dict(model="tiny-moe", world=2, ep=2)}
     out["run"] = {}
     for name, kw in runs.items():
         first, done = [], []
         for _ in range(a.repeat):
             s = DashboardState(steps=a.steps, **kw)
-            t = time.monotonic(); rc = RunController(s, local_launcher, interval=0.02).start()
+            t = time.monotonic(); rc = RunController(s, LocalLauncher(), interval=0.02).start()
             assert rc.join(300) and s.status == "done", (name, s.status, s.failure)
             done.append(time.monotonic() - t); first.append(rc.first_record_s)
-        out["run"][name] = {"start_to_first_record_s": stats(first), "start_to_done_s": stats(done), "steps": a.steps}
+        out["run"][name] = {"start_to_first_record_s": stats(first), "start_to_done_s": stats(done), "steps": a.steps,
+                            "load": os.getloadavg()}
     print(json.dumps(out, indent=1))
 
 

@@ -1,10 +1,13 @@
-"""The dashboard's run path with real ranks: `RunController` + `local_launcher` (supernode_nb.runtime.runner on local
-processes) — a run streams every rank's records, a stop ends it, a killed rank is named, and nothing is left
-running; the dashboard's live figure fills for every rank; the doctor tab runs."""
+"""The dashboard's run path with real ranks: `RunController` + a runtime launcher (`LocalLauncher`: the runner on
+supervised local processes; `ClusterLauncher`: ipyparallel engines) — a run streams every rank's records, a stop ends
+it, a killed rank is named, a fault injected from the dashboard is reported, and nothing is left running; the
+dashboard's live figure fills for every rank; the doctor tab runs."""
 import os, signal, time
 from pathlib import Path
 import pytest
-from supernode_nb.ui.dashstate import DashboardState, RunController, local_launcher
+from supernode_nb.ui.dashstate import DashboardState
+from supernode_nb.ui.controller import RunController
+from supernode_nb.runtime.supervise import LocalLauncher
 from procs import descendants
 
 pytestmark = pytest.mark.timeout(300)
@@ -13,9 +16,12 @@ pytestmark = pytest.mark.timeout(300)
 
 
 def _alive(pids) -> list[int]:
+    "Live processes among `pids`, leaving out the ranks' forkserver and its resource tracker (one per process, kept)."
     out = []
     for p in pids:
-        try: st = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        try:
+            st = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()[0]
+            if b"multiprocessing" in Path(f"/proc/{p}/cmdline").read_bytes(): continue
         except OSError: continue
         if st != "Z": out.append(p)
     return out
@@ -41,7 +47,7 @@ def _wait(cond, timeout, step=0.02):
 def test_run_streams_every_rank_and_finishes():
     before = set(descendants(os.getpid()))
     s = DashboardState(world=4, tp=2, steps=3)
-    rc = RunController(s, local_launcher, interval=0.05).start()
+    rc = RunController(s, LocalLauncher(), interval=0.05).start()
     assert rc.join(180), "run did not finish"
     assert s.status == "done", s.failure
     assert rc.log.complete_steps() == [0, 1, 2]
@@ -56,7 +62,7 @@ def test_run_streams_every_rank_and_finishes():
 def test_stop_ends_the_run_and_leaves_nothing():
     before = set(descendants(os.getpid()))
     s = DashboardState(world=2, steps=10_000)
-    rc = RunController(s, local_launcher, interval=0.05).start()
+    rc = RunController(s, LocalLauncher(), interval=0.05).start()
     assert _wait(lambda: rc.log is not None and len(rc.log) >= 2, 120), s.status
     t0 = time.monotonic(); rc.stop()
     assert rc.join(30)
@@ -68,20 +74,16 @@ def test_stop_ends_the_run_and_leaves_nothing():
 def test_killed_rank_is_named_with_its_layer():
     before = set(descendants(os.getpid()))
     s = DashboardState(world=2, steps=10_000)
-    rc = RunController(s, local_launcher, interval=0.05).start()
+    rc = RunController(s, LocalLauncher(), interval=0.05).start()
     assert _wait(lambda: rc.log is not None and len(rc.log.complete_steps()) >= 2, 120), s.status
-    new = set(descendants(os.getpid())) - before
-    driver = [p for p in new if Path(f"/proc/{p}/stat").exists() and
-              int(Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()[1]) == os.getpid()]
-    ranks = sorted(set(descendants(driver[0])))                 # children of the driver, forked in rank order
     victim_rank = 1
-    t0 = time.monotonic(); os.kill(ranks[victim_rank], signal.SIGKILL)
+    t0 = time.monotonic(); os.kill(rc.handle.procs[victim_rank].pid, signal.SIGKILL)     # the LocalRun's rank process
     assert rc.join(60), "the failure was not reported"
     dt = time.monotonic() - t0
     assert s.status == "failed"
     assert s.failure["rank"] == victim_rank, s.failure
     assert s.failure["layer"] == "scheduling & orchestration" and "killed by SIGKILL" in s.failure["message"], s.failure
-    assert "last op" in s.failure["message"], s.failure                     # what it was doing (faults.supervise)
+    assert "last op" in s.failure["message"], s.failure                     # what it was doing (the fault report)
     assert s.rank_states[victim_rank]["state"] == "failed"
     print(f"killed rank reported after {dt:.2f} s: {s.failure}")
     assert dt < 15                                                         # seconds, not a group timeout
@@ -117,16 +119,16 @@ def test_doctor_tab_reports():
 
 def test_run_on_an_ipyparallel_cluster():
     from supernode_nb.runtime.cluster import Cluster
-    from supernode_nb.ui.dashstate import cluster_launcher
+    from supernode_nb.runtime.cluster import ClusterLauncher
     before = set(descendants(os.getpid()))
     s = DashboardState(world=2, steps=3)
     with Cluster(2, backend="gloo", timeout=20) as cl:
-        rc = RunController(s, cluster_launcher(cl), interval=0.05).start()
+        rc = RunController(s, ClusterLauncher(cl), interval=0.05).start()
         assert rc.join(180), "run did not finish"
         assert s.status == "done", s.failure
         assert rc.log.complete_steps() == [0, 1, 2] and rc.result["losses"] == pytest.approx(rc.log.loss()[1], rel=1e-6)
         s2 = DashboardState(world=2, steps=100_000)
-        rc2 = RunController(s2, cluster_launcher(cl), interval=0.05).start()
+        rc2 = RunController(s2, ClusterLauncher(cl), interval=0.05).start()
         assert _wait(lambda: rc2.log is not None and len(rc2.log) >= 2, 120), s2.status
         rc2.stop(); assert rc2.join(60)
         assert s2.status == "stopped"
@@ -138,8 +140,19 @@ def test_dashboard_runs_are_archived(tmp_path, monkeypatch):
     monkeypatch.setenv("SUPERNODE_NB_ARCHIVE", "on"); monkeypatch.setenv("SUPERNODE_NB_HOME", str(tmp_path))
     from supernode_nb.foundation.store import Archive
     s = DashboardState(world=2, steps=2)
-    rc = RunController(s, local_launcher, interval=0.05).start()
+    rc = RunController(s, LocalLauncher(), interval=0.05).start()
     assert rc.join(120) and s.status == "done"
     runs = Archive().list_runs()
     assert len(runs) == 1 and runs[0].outcome == "ok" and runs[0].label == "dashboard"
     assert len(runs[0].measured["losses"]) == 2
+
+
+def test_fault_injected_from_the_dashboard_is_reported():
+    "Chaos testing from the dashboard: the controller's fault (here rank 1 exits at step 1) ends the run, named."
+    before = set(descendants(os.getpid()))
+    s = DashboardState(world=2, steps=6)
+    rc = RunController(s, LocalLauncher(), interval=0.05, fault={"rank": 1, "step": 1, "kind": "exit"}).start()
+    assert rc.join(120), "the failure was not reported"
+    assert s.status == "failed" and s.failure["rank"] == 1, s.failure
+    assert "exited with code 3" in s.failure["message"], s.failure
+    assert not _wait_gone(before)

@@ -1,4 +1,4 @@
-"""The dashboard's state, apart from any widget: the picked model, topology and configuration with the choices that stay valid, the live log of a run, and the controller that runs it in the background.
+"""The dashboard's state, apart from any widget: the picked model, topology and configuration with the choices that stay valid, the live log of a run, its stragglers, and where a failure sits in the stack.
 
 Docs: https://supernode-nb.github.io/supernode_nb/60_ui/dashstate.html.md"""
 
@@ -6,7 +6,7 @@ Docs: https://supernode-nb.github.io/supernode_nb/60_ui/dashstate.html.md"""
 
 # %% ../../nbs/60_ui/61_dashstate.ipynb #0ffee557
 from __future__ import annotations
-import multiprocessing as mp, os, queue, re, signal, threading, time, traceback
+import re, threading, time
 from dataclasses import asdict, is_dataclass
 from typing import Any, Callable
 from traitlets import HasTraits, Bool, Dict, Float, Int, List, Unicode, observe
@@ -17,10 +17,9 @@ from ..foundation.topology import SIZE_PARAM, Topology, get_topology, topology_f
 from ..foundation.placement import Placement, place
 
 # %% auto #0
-__all__ = ['CONFIG_FIELDS', 'LOCAL_MAX_WORLD', 'AUTO_MAX_WORLD', 'PARTS', 'LAYER_OF_MODULE', 'default_launcher', 'derive',
-           'to_config', 'field_errors', 'candidates', 'valid_choices', 'DashboardState', 'breakdown_parts', 'RunLog',
-           'synthetic_records', 'root_causes', 'classify_failure', 'RunStopped', 'RunFailed', 'warm_imports',
-           'local_launcher', 'cluster_failures', 'cluster_launcher', 'RunController']
+__all__ = ['CONFIG_FIELDS', 'LOCAL_MAX_WORLD', 'AUTO_MAX_WORLD', 'PARTS', 'LAYER_OF_MODULE', 'derive', 'to_config',
+           'field_errors', 'candidates', 'valid_choices', 'DashboardState', 'breakdown_parts', 'RunLog',
+           'synthetic_records', 'root_causes', 'classify_failure', 'warm_imports']
 
 # %% ../../nbs/60_ui/61_dashstate.ipynb #e66d379a
 CONFIG_FIELDS = ("model", "world", "dp", "tp", "pp", "ep", "cp", "micro_batch", "microbatches",
@@ -125,6 +124,7 @@ class DashboardState(HasTraits):
     version = Int(0)                     # bumped once per settled change of the pick
     status = Unicode("idle")             # run: idle, starting, running, stopping, done, failed, stopped
     rank_states = Dict()                 # rank -> {"state", "step", "last_op"}
+    stragglers = List()                  # ranks computing slower than their peers: {"rank", "score", "axis", ...}
     failure = Dict()                     # {"rank", "layer", "where", "message"} of a failed run
     message = Unicode("")                # one line of progress
     progress = Float(0.0)                # 0..1 of the run's steps
@@ -329,220 +329,8 @@ def classify_failure(text: str, rank: int | None = None) -> dict:
     if rank is None and (m := re.search(r"\brank (\d+)", text or "")): rank = int(m.group(1))
     return dict(rank=rank, layer=layer, where=where, message=lines[-1].strip() if lines else "")
 
-# %% ../../nbs/60_ui/61_dashstate.ipynb #8a0a72a6
-class RunStopped(Exception):
-    "Raised from `publish` once the user asked the run to stop."
-
-class RunFailed(RuntimeError):
-    "A run failed; `.failures` maps rank (None when no rank is to blame) -> error text."
-    def __init__(self, failures: dict):
-        self.failures = dict(failures)
-        super().__init__("; ".join(f"rank {r}: {(t or '').strip().splitlines()[-1] if (t or '').strip() else t}" for r, t in self.failures.items()))
-
-def _drive(run_spec: dict, q):
-    "In the driver process: lead a new process group (so a stop kills every rank at once), run, report on `q`."
-    os.setpgid(0, 0)
-    try:
-        from supernode_nb.runtime import runner
-        res = runner.run(run_spec, progress=lambda rec: q.put(("rec", rec)))
-        q.put(("done", {"losses": res["losses"], "num_params": res.get("num_params")}))
-    except BaseException as e:
-        q.put(("failed", getattr(e, "failures", None) or {None: traceback.format_exc()}))
-
+# %% ../../nbs/60_ui/61_dashstate.ipynb #1dbd82a1
 def warm_imports():
-    "Import what every rank needs before a fork: the runner (torch) and what torch imports lazily on first use — building"
-    "an AdamW imports torch._dynamo, 3 s here and more with 4 ranks doing it at once on 2 cores."
-    import torch
-    from supernode_nb.runtime import runner  # noqa: F401
-    torch.optim.AdamW([torch.zeros(1, requires_grad=True)])
-
-def local_launcher(spec, cfg, steps, publish, stop, seed: int = 0, timeout_s: float = 600.0):
-    "Run with `supernode_nb.runtime.runner` on local processes, led by a driver process in its own process group; stop kills the group."
-    warm_imports()                           # torch and its lazy imports, once, before the fork: the ranks inherit them
-    from supernode_nb.runtime import runner
-    run_spec = runner.make_spec(spec, cfg, steps=steps, seed=seed)
-    ctx = mp.get_context("fork")
-    q = ctx.Queue()
-    p = ctx.Process(target=_drive, args=(run_spec, q), name="supernode-run")
-    p.start()
-    try: os.setpgid(p.pid, p.pid)             # also here: no race with a stop before the child's own call
-    except OSError: pass
-    deadline = time.monotonic() + timeout_s
-    try:
-        while True:
-            if stop.is_set(): raise RunStopped("stopped by the user")
-            try: kind, x = q.get(timeout=0.1)
-            except queue.Empty:
-                if not p.is_alive() and q.empty():
-                    raise RunFailed({None: f"the run's driver process exited with code {p.exitcode} without a report"})
-                if time.monotonic() > deadline: raise RunFailed({None: f"timed out after {timeout_s:.0f} s"})
-                continue
-            if kind == "rec": publish(x)
-            elif kind == "done": return x
-            else: raise RunFailed(x)
-    finally:
-        try: os.killpg(p.pid, signal.SIGKILL)  # the driver and every rank; nothing is left behind
-        except (ProcessLookupError, PermissionError): pass
-        p.join(5); q.close()
-
-default_launcher = local_launcher
-
-def cluster_failures(e) -> dict:
-    "rank -> text of a `supernode_nb.runtime.cluster.RunFailed`: dead, failed and hung ranks with their last records."
-    out = {r: f"engine died ({why}); last record: {e.last.get(r)}" for r, why in e.dead.items()}
-    out.update({r: str(err) for r, err in e.failed.items()})
-    out.update({r: f"hung: still running when its peers timed out; last record: {e.last.get(r)}" for r in e.hung})
-    return out or {None: str(e)}
-
-def cluster_launcher(cluster, poll_s: float = 0.1):
-    "A launcher running on an ipyparallel `supernode_nb.runtime.cluster.Cluster` (engines can be on other hosts): records stream"
-    "from the engines, a stop cancels the run, a failure names the dead, failed and hung ranks."
-    def launch(spec, cfg, steps, publish, stop, seed: int = 0):
-        from supernode_nb.runtime import runner; from supernode_nb.runtime import cluster as cl
-        if cluster.n != cfg.world_size:
-            raise ConfigError([f"the cluster has {cluster.n} engines but the pick needs world size {cfg.world_size}"])
-        if cluster.client is None: cluster.start()
-        h = cluster.run_async(runner.train_worker, runner.make_spec(spec, cfg, steps=steps, seed=seed), publish=cl.publish)
-        seen = 0
-        while True:
-            st = h.status()                                     # polls: new records land in h.records, once each
-            for rec in h.records[seen:]: publish(rec) if not stop.is_set() else None
-            seen = len(h.records)
-            if all(v != "running" for v in st.values()) or h.failure_seen_at is not None: break
-            if stop.is_set(): h.cancel(); raise RunStopped("stopped by the user")
-            time.sleep(poll_s)
-        try: outs = h.wait()
-        except cl.RunFailed as e: raise RunFailed(cluster_failures(e)) from e
-        return {"losses": runner.assemble(runner.make_spec(spec, cfg, steps=steps, seed=seed), outs)["losses"]}
-    return launch
-
-# %% ../../nbs/60_ui/61_dashstate.ipynb #26822ab8
-class RunController:
-    "Starts, watches and stops one run of the state's pick at a time, without blocking the caller."
-    def __init__(self, state: DashboardState, launcher: Callable | None = None, max_ranks: int = 8, interval: float = 0.1,
-                 dispatch: Callable | None = None):  # dispatch(fn): where state updates run (a kernel's main loop); None: at once
-        self.state, self.launcher, self.max_ranks, self.interval = state, launcher or default_launcher, max_ranks, interval
-        self.dispatch = dispatch or (lambda fn: fn())
-        self.log: RunLog | None = None
-        self.result, self.error_text, self.first_record_s = None, "", None
-        self._threads: list[threading.Thread] = []
-        self._stop = threading.Event()
-        self._pending: queue.Queue = queue.Queue()     # state updates waiting for `flush`, in order
-        self._flush_lock = threading.Lock()
-
-    @property
-    def running(self) -> bool: return any(t.is_alive() for t in self._threads)
-
-    def check(self):
-        "Raise `ConfigError` when the pick cannot run here (broken, or more ranks than this machine runs)."
-        st = self.state
-        if st.errors: raise ConfigError(st.errors)
-        try: from supernode_nb.parallel.engine import engine_check        # what the engine does not implement (yet)
-        except ImportError: engine_check = None
-        if engine_check and (errs := engine_check(st.spec(), st.config(), st.world)): raise ConfigError(errs)
-        if st.world > self.max_ranks:
-            raise ConfigError([f"world={st.world} > {self.max_ranks} ranks, the most this machine runs locally"])
-
-    def start(self, steps: int | None = None) -> "RunController":
-        "Start a run of the current pick in the background; errors in the pick raise before anything starts."
-        st = self.state
-        if self.running: raise RuntimeError("a run is already going; stop it first")
-        self.check()
-        spec, cfg, steps = st.spec(), st.config(), steps or st.steps
-        self.log, self.result, self.error_text, self.first_record_s = RunLog(st.world), None, "", None
-        self._q, self._stop, self._t0 = queue.Queue(), threading.Event(), time.monotonic()
-        self._run_args, self._started = (spec, cfg, steps), time.time()
-        self._states = {r: dict(state="starting", step=None, last_op="") for r in range(st.world)}
-        st.set(status="starting", failure={}, progress=0.0, message=f"starting {st.world} ranks…",
-               rank_states={r: dict(v) for r, v in self._states.items()})
-        self._threads = [threading.Thread(target=self._main, args=(spec, cfg, steps), daemon=True, name="run"),
-                         threading.Thread(target=self._pump, args=(steps,), daemon=True, name="run-pump")]
-        for t in self._threads: t.start()
-        return self
-
-    def stop(self):
-        "Ask the run to stop: the launcher ends its ranks (`publish` raises `RunStopped`)."
-        if self.running:
-            self._stop.set(); self.state.set(status="stopping", message="stopping…")
-
-    def join(self, timeout: float | None = None) -> bool:
-        "Wait for the run, then apply its last state updates here; True when it ended."
-        end = None if timeout is None else time.monotonic() + timeout
-        for t in self._threads: t.join(None if end is None else max(0.0, end - time.monotonic()))
-        self.flush()
-        return not self.running
-
-    def flush(self):
-        "Apply the state updates the pump has posted, in order (what `dispatch` schedules)."
-        with self._flush_lock:
-            while True:
-                try: fn = self._pending.get_nowait()
-                except queue.Empty: return
-                fn()
-
-    def _post(self, **kw):
-        "Queue a state update (applied by `flush`, where `dispatch` runs it); the tick counts every update."
-        self._pending.put(lambda: self.state.set(**kw, tick=self.state.tick + 1))
-        self.dispatch(self.flush)
-
-    def _publish(self, rec):
-        self._q.put(("rec", rec))
-        if self._stop.is_set(): raise RunStopped("stopped by the user")
-
-    def _main(self, spec, cfg, steps):
-        try: self._q.put(("done", self.launcher(spec, cfg, steps, self._publish, self._stop)))
-        except RunStopped: self._q.put(("stopped", None))
-        except BaseException as e:
-            if self._stop.is_set(): self._q.put(("stopped", None))
-            else: self._q.put(("failed", e))
-
-    def _pump(self, steps):
-        log, end, states = self.log, None, self._states
-        while end is None:
-            items = []
-            try:
-                items.append(self._q.get(timeout=self.interval))
-                while True: items.append(self._q.get_nowait())
-            except queue.Empty: pass
-            for kind, x in items:
-                if kind == "rec":
-                    r = log.add(x)
-                    if self.first_record_s is None: self.first_record_s = time.monotonic() - self._t0
-                    states[r["rank"]] = dict(state="running", step=r["step"], last_op=r.get("last_op", ""))
-                else: end = (kind, x)
-            if items and end is None:
-                done = sum(1 for s in log.steps.values() if len(s) == log.world)
-                extra = {} if self._stop.is_set() else dict(status="running")
-                self._post(rank_states={k: dict(v) for k, v in states.items()}, progress=min(done / max(steps, 1), 1.0),
-                           message=f"step {done}/{steps}", **extra)
-            time.sleep(self.interval if end is None and items else 0)
-        self._finish(*end, states)
-
-    def _archive(self, kind: str):
-        "Record this run in the run archive like `supernode-nb run` does (SUPERNODE_NB_ARCHIVE=off disables)."
-        try: from supernode_nb.foundation.store import auto_record
-        except ImportError: return
-        spec, cfg, steps = self._run_args
-        log = self.log
-        done = [{"step": s, "ranks": [log.steps[s][r] for r in range(log.world)]} for s in log.complete_steps()]
-        res = {"config": {"model": spec.to_dict(), "parallel": cfg.to_dict(), "world_size": cfg.world_size, "steps": steps},
-               "losses": [st["ranks"][0].get("loss") for st in done], "steps": done}
-        auto_record(res, outcome={"done": "ok", "stopped": "stopped"}.get(kind, "failed"), error=self.error_text,
-                    started=self._started, finished=time.time(), label="dashboard")
-
-    def _finish(self, kind, x, states):
-        if kind == "done":
-            self.result = x
-            self._post(status="done", rank_states={r: dict(v, state="done") for r, v in states.items()}, progress=1.0,
-                       message=f"done: {len(self.log.complete_steps())} steps in {time.monotonic() - self._t0:.1f} s")
-        elif kind == "stopped":
-            self._post(status="stopped", rank_states={r: dict(v, state="stopped") for r, v in states.items()}, message="stopped")
-        else:
-            fails = getattr(x, "failures", None) or {None: "".join(traceback.format_exception(x))}
-            self.error_text = "\n".join(str(v) for v in fails.values())
-            info = [classify_failure(txt, r) for r, txt in root_causes(fails)]
-            failed = {i["rank"] for i in info}
-            self._post(status="failed", failure=info[0], message=f"failed: rank {info[0]['rank']} in {info[0]['layer']}",
-                       rank_states={r: dict(v, state="failed" if r in failed else "stopped") for r, v in states.items()})
-        try: self._archive(kind)
-        except Exception as e: self.log.events.append(("archive", repr(e)))   # never let the archive break a run's report
+    "Start the local ranks' forkserver now (it imports torch, torch._dynamo and the runner once): the first run starts sooner."
+    from supernode_nb.runtime.launch import warm
+    warm()

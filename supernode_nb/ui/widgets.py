@@ -10,7 +10,8 @@ import functools, html, importlib, threading, time
 import ipywidgets as W
 import plotly.graph_objects as go
 from ..foundation.config import ConfigError
-from .dashstate import DashboardState, RunController, synthetic_records
+from .dashstate import DashboardState, synthetic_records
+from .controller import RunController
 from .panels import (ErrorLog, kernel_dispatch, close_tree, replace_figure, _box, StrategyPicker, SuggestView,
                                     PlacementView, ScheduleView, EstimateView, estimate_for, _est_source)
 from .dashfigures import (bubble_formula, failure_html, live_figure, rank_table_html, update_live, _trace, _STATE_COLORS,
