@@ -53,7 +53,7 @@ docs: setup
 	NO_MKDOCS_2_WARNING=1 $(PY) tools/build_docs.py --out _docs
 
 lab: setup
-	$(BIN)/jupyter lab --ip=127.0.0.1 --no-browser nbs/50_widgets.ipynb
+	$(BIN)/jupyter lab --ip=127.0.0.1 --no-browser examples/dashboard.ipynb
 
 export: setup
 	$(BIN)/nbdev-export
