@@ -14,7 +14,7 @@ __all__ = ['ENGINE_CAPABILITIES', 'BACKEND_OF_VENDOR', 'backend_for', 'engine_ga
 
 # %% ../../nbs/00_foundation/06_capabilities.ipynb #6415b123
 _ALL = dict(zero=(0, 1, 2, 3),                                     # ZeRO stages the engine implements
-            cp=False,                                              # context parallelism (cp > 1); engine_check adds cp's own constraints
+            cp=True,                                               # context parallelism (cp > 1): ring attention, parallel.cp; engine_check adds cp's own constraints
             schedules=("gpipe", "1f1b", "interleaved", "zb-h1"),   # pipeline schedules
             dtypes=("fp32", "bf16"),                               # parameter / activation dtypes
             tied_embeddings_pp=False,                              # a tied embedding shared across pipeline stages
