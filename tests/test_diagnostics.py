@@ -5,11 +5,11 @@ from supernode_nb.foundation.config import MODEL_PRESETS, ParallelConfig
 
 
 def test_doctor_full_on_two_ranks():
-    rep = doctor(world=2)
+    rep = doctor(world=2, timeout_s=120)          # 2 cores shared with other jobs: starting 2 ranks can take 30 s
     assert [c.layer for c in rep.checks] == sorted((c.layer for c in rep.checks), key=LAYERS.index)
     assert set(rep.to_dict()["layers"]) == set(LAYERS)
     link, coll = rep.check("communication", "link setup"), rep.check("communication", "collectives")
-    assert link.verdict == "ok" and 0 < link.data["seconds"] < 30
+    assert link.verdict == "ok" and 0 < link.data["seconds"] < 120, link
     bw = coll.data["busbw_GBps"]
     assert set(bw) == {str(1 << 20), str(16 << 20)} and all(v > 0 for v in bw.values())
     assert rep.check("framework", "strategy").verdict == "ok"
