@@ -51,3 +51,16 @@ def test_zero_parity(name, model, world, cfg, opt, eng):
     assert all(r["checked"] > 0 for r in res)                      # every rank compared its gradient slices
     for r in res:                                                  # the gathers and reduce-scatters are dp comm in the breakdown
         assert all("dp" in d["comm_s"] for d in r["records"])
+
+
+def test_cli_runs_zero3_bf16():
+    "`supernode-nb run --zero 3 --dtype bf16 --json`: end to end on 2 local ranks; the dp gathers show in the breakdown."
+    import json
+    from procs import cli
+    r = cli("run", "--model", "tiny-gpt", "--dp", "2", "--zero", "3", "--dtype", "bf16", "--steps", "2", "--global-batch", "4",
+            "--json", timeout=240, env={"SUPERNODE_NB_ARCHIVE": "off"})
+    assert r.returncode == 0, r.stderr[-2000:]
+    d = json.loads(r.stdout)
+    assert d["config"]["parallel"]["zero"] == 3 and d["config"]["parallel"]["dtype"] == "bf16"
+    assert len(d["losses"]) == 2 and all(x > 0 for x in d["losses"])
+    assert all("dp" in rk["comm_s"] for st in d["steps"] for rk in st["ranks"])
