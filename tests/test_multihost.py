@@ -168,7 +168,7 @@ if __name__ == "__main__" and sys.argv[1:2] == ["--drive"]:
 # ---------------------------------------------------------------- the test (root namespace)
 import pytest
 
-pytestmark = pytest.mark.timeout(240)
+pytestmark = pytest.mark.timeout(600)          # a 2-core machine under load 20 needs ~4 min; unloaded ~1.5
 
 
 def _ip(*args, check=True):
@@ -254,7 +254,7 @@ def results(hosts, tmp_path_factory):
                           ",".join(hosts["hosts"])], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                          text=True, start_new_session=True)
     hosts["procs"].append(p)
-    try: log, _ = p.communicate(timeout=200)
+    try: log, _ = p.communicate(timeout=480)
     except subprocess.TimeoutExpired:
         os.killpg(p.pid, signal.SIGKILL); log, _ = p.communicate()
     wall = time.monotonic() - t
@@ -358,7 +358,7 @@ def test_torchrun_lands_where_the_placement_says(hosts, tmp_path):
     t = time.monotonic()
     outs = []
     for p in procs:
-        try: outs.append(p.communicate(timeout=max(1.0, 180 - (time.monotonic() - t))))
+        try: outs.append(p.communicate(timeout=max(1.0, 300 - (time.monotonic() - t))))
         except subprocess.TimeoutExpired:
             for q in procs: os.killpg(q.pid, signal.SIGKILL)
             raise
