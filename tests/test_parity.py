@@ -24,6 +24,7 @@ CASES = [
     ("dp2-pp2-gpipe-m4", "tiny-gpt", 4, dict(dp=2, pp=2, schedule="gpipe", micro_batch_size=1, global_batch_size=8), "sgd", {}),
     ("dp2-pp2-1f1b-m4", "tiny-gpt", 4, dict(dp=2, pp=2, schedule="1f1b", micro_batch_size=1, global_batch_size=8), "sgd", {}),
     ("pp4-zb-h1-m8", "tiny-gpt", 4, dict(pp=4, schedule="zb-h1", micro_batch_size=1, global_batch_size=8), "sgd", {}),
+    ("dp2-pp2-zb-h1-m4", "tiny-gpt", 4, dict(dp=2, pp=2, schedule="zb-h1", micro_batch_size=1, global_batch_size=8), "sgd", {}),
     ("dp2-pp2-zb-h1-recompute-full", "tiny-gpt", 4, dict(dp=2, pp=2, schedule="zb-h1", recompute="full", micro_batch_size=1,
                                                        global_batch_size=8), "sgd", {}),
     ("pp2-interleaved-v2-m4", "tiny-gpt", 2, dict(pp=2, schedule="interleaved", virtual_stages=2, micro_batch_size=1,
