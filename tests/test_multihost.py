@@ -12,8 +12,11 @@ The client must sit beside the controller, as a notebook on a head node would, s
 inside `head` (`ip netns exec <head> python tests/test_multihost.py --drive ...`). The driver uses the package's own
 `Cluster`, unchanged, with `host=` the head's address and an engine launcher that starts each engine inside h1 or h2:
 a training run (tiny-gpt, dp2·tp2, losses equal to the single-process run), the link pre-check (ok, then a blocked
-rank named), a killed engine, and a hung rank — each asserted as `tests/test_cluster.py` asserts it on one host.
-The fixture removes namespaces and processes in a `finally`, then proves nothing is left.
+rank named), a killed engine — each asserted as `tests/test_cluster.py` asserts it on one host — then a cluster
+started by ipyparallel's own SSH launcher from the profile `supernode-nb cluster-config --launcher ssh` writes
+(`ssh`/`scp` stand-ins enter the host's namespace), which runs a job and names a hung rank.
+A second test runs `examples/train_torchrun.py` with the commands a placement exports, one node per namespace.
+The fixture removes namespaces and processes in a `finally`, then proves nothing is left. Needs root (skipped otherwise).
 """
 import json, os, shutil, signal, subprocess, sys, time
 from pathlib import Path
