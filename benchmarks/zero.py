@@ -11,7 +11,8 @@ the shared machine falls on all of them alike. Reported:
 - 1/dp: our ZeRO-3 sharded states (fp32 master slice + gradient slice + AdamW moments) measured at dp = 1, 2, 4;
 - reshard="layer" (gather before each forward and backward, per micro-batch) vs "step" (gather once per step,
   keep until it ends): the trade-off of gathering per micro-batch or per step, at 4 micro-batches;
-- bf16: the same ZeRO-3 step with `dtype=bf16` parameters (fp32 masters), local step time.
+- bf16: the same ZeRO-3 step with bf16 parameters (fp32 masters) on the 4 ranks, and one process alone (no comm):
+  the engine's fp32 step vs its bf16 step on 512-wide matmuls.
 
 Prints one JSON document with os.getloadavg().
 
@@ -86,6 +87,24 @@ def _states(rank, world):
     h = z.held_bytes(); return h["params"] - h["params_whole_peak"] + h["grads"] + h["optimizer"]
 
 
+def bf16_local(steps=6):
+    "One process, no communication: an fp32 step vs a bf16 step (fp32 masters) of a GPT with 512-wide matmuls."
+    from supernode_nb.foundation.config import ParallelConfig
+    from supernode_nb.parallel.engine import Engine, parallelize, local_comm
+    torch.set_num_threads(1)
+    spec = replace(MODEL_PRESETS["tiny-gpt"], layers=2, hidden=512, ffn_hidden=2048, heads=8, seq_len=128, vocab=1024)
+    engs = {dt: Engine(parallelize(spec, ParallelConfig(micro_batch_size=4, global_batch_size=4, dtype=dt), None, 0, local_comm()))
+            for dt in ("fp32", "bf16")}
+    t = {dt: [] for dt in engs}
+    for s in range(steps + 1):
+        for dt, e in engs.items():
+            r = e.train_step(s)
+            if s: t[dt].append(r.wall_s)
+    return {"model": {k: getattr(spec, k) for k in ("layers", "hidden", "ffn_hidden", "seq_len", "vocab")}, "batch": 4,
+            "step_s_median": {dt: round(med(v), 4) for dt, v in t.items()},
+            "bf16_over_fp32": round(med(t["bf16"]) / med(t["fp32"]), 3), "loadavg": os.getloadavg()}
+
+
 def main(quick=False):
     t = time.time()
     steps = 4 if quick else 10
@@ -109,6 +128,7 @@ def main(quick=False):
            "bytes_vs_fsdp2": {n: round(held[n]["total"] / held["fsdp2"]["total"], 3) for n in names if n != "fsdp2"},
            "zero3_sharded_states_bytes": states, "states_times_dp_over_dp1": {k: round(v * int(k[3:]) / s1, 3) for k, v in states.items()},
            "final_loss": {n: round(res[0]["losses"][n][-1], 5) for n in names},
+           "bf16_local_step": bf16_local(3 if quick else 6),
            "loadavg": os.getloadavg(), "cpus": os.cpu_count(), "torch": torch.__version__, "host": platform.node(),
            "seconds": round(time.time() - t, 1)}
     print(json.dumps(doc, indent=1))
@@ -117,4 +137,6 @@ def main(quick=False):
 
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(); ap.add_argument("--quick", action="store_true")
-    main(ap.parse_args().quick)
+    ap.add_argument("--only", choices=["bf16"], default=None, help="only the one-process bf16 step")
+    a = ap.parse_args()
+    print(json.dumps(bf16_local(), indent=1)) if a.only == "bf16" else main(a.quick)
