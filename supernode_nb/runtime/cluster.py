@@ -281,7 +281,8 @@ def _alive(self: Cluster, r) -> bool:
     import psutil
     pid = self._pids.get(r)
     p = next((q for q in self._procs if q.pid == pid), None)
-    return p is not None and not _gone(p, reap=False)      # leave the reaping (and the exit status) to the launcher
+    if p is None: return True        # not started here (an ssh/mpi/slurm engine on another host): ipyparallel's heartbeat reports its death
+    return not _gone(p, reap=False)      # leave the reaping (and the exit status) to the launcher
 
 @patch
 def _exit_code(self: Cluster, r, wait: float = 1.0) -> int | None:
