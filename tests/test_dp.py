@@ -125,3 +125,22 @@ def test_bucket_launch_order_is_fixed():
     flat = [p for b in bs for p in b.params]
     assert [id(p) for p in flat] == [id(p) for p in reversed(list(m.parameters()))]
     assert [b.index for b in bs] == list(range(len(bs))) and all(b.nbytes <= 300 or len(b.params) == 1 for b in bs)
+
+
+def _reduce_dtype(rank, world_size, reduce_dtype):
+    "bf16 gradients all-reduced in `reduce_dtype`: the averaged gradient as each rank sees it."
+    comm = Comm.from_layout(RankLayout(dp=world_size), rank, axes=("dp",))
+    p = nn.Parameter(torch.zeros(4, dtype=torch.bfloat16))
+    dp = DataParallel([([p], "dp")], comm, reduce_dtype=reduce_dtype)
+    (p * torch.tensor([1.0, 1 / 3, 1e-3, 300.0], dtype=torch.bfloat16) * (rank + 1)).sum().backward()
+    dp.finish()
+    return p.grad.dtype, p.grad.float().tolist()
+
+
+@pytest.mark.parametrize("reduce_dtype", ["fp32", "bf16"])
+def test_bf16_grads_reduced_in_either_dtype(reduce_dtype):
+    res = spawn(_reduce_dtype, 2, reduce_dtype)
+    want = torch.tensor([1.0, 1 / 3, 1e-3, 300.0], dtype=torch.bfloat16).float() * 1.5     # mean of (rank + 1) over 2 ranks
+    for dt, g in res:
+        assert dt == torch.bfloat16 and g == res[0][1]
+        assert torch.allclose(torch.tensor(g), want, rtol=2 ** -7)
