@@ -55,7 +55,7 @@ def layout(name, preset, cfg, steps):
     n = len(st[0]["ranks"])
     mean = lambda s, k: sum(r[k] for r in s["ranks"]) / n
     axes = sorted({a for s in st for r in s["ranks"] for a in r["comm_s"]})
-    return {"layout": name, "model": preset, "world": spec["world_size"], "run_s": round(total, 2),
+    return {"layout": name, "model": preset, "world": spec.world_size, "run_s": round(total, 2),
             "wall_ms": round(med(max(r["wall_s"] for r in s["ranks"]) for s in st) * 1e3, 2),
             "tokens_per_s": round(med(min(r["tokens_per_s"] for r in s["ranks"]) for s in st)),
             "parts_ms": {k[:-2]: round(med(mean(s, k) for s in st) * 1e3, 2) for k in ("data_s", "compute_s", "bubble_s", "other_s")},

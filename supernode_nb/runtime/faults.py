@@ -282,11 +282,12 @@ class RunHandle:
     def done(self) -> bool: return all(s != "running" for s in self.status().values())
     def stream(self, interval: float = 0.05) -> Iterator[dict]:
         "Yield every record once, as it arrives, until no rank is running or a rank has failed (then `wait()` says how)."
+        i = len(self.records)                  # `status()` polls too: read what was booked, not what one poll returned
         while True:
-            yield from self.poll()
-            if all(s not in ("running", "starting") for s in self.status().values()) or self.failure_seen_at is not None: break
+            self.poll(); new, i = self.records[i:], len(self.records); yield from new
+            if self.failure_seen_at is not None or all(s not in ("running", "starting") for s in self.status().values()): break
             time.sleep(interval)
-        yield from self.poll()
+        self.poll(); yield from self.records[i:]
 
 # %% ../../nbs/40_runtime/41_faults.ipynb #9440644b
 _CMP_AXES = ("dp", "tp", "ep", "cp")

@@ -140,6 +140,7 @@ def poll(self: LocalRun) -> list[dict]:
                 self._kind, self.report = kind, self._report(kind, hb, detected, stop_s, left)
     return self._got(sorted(new, key=lambda r: (r.get("rank", 0), r.get("seq", 0))))
 
+# %% ../../nbs/40_runtime/48_supervise.ipynb #35c9e828
 @patch
 def status(self: LocalRun) -> dict[int, str]:
     "rank -> starting | running | done | dead | failed | hung | stopped | cancelled."
@@ -167,7 +168,7 @@ def cancel(self: LocalRun) -> dict[int, str]:
         self._kind, self.report = "cancelled", self._report("cancelled", hb, detected, stop_s, left)
     return {r: s.state for r, s in self.report.ranks.items()} if self.report else self.status()
 
-# %% ../../nbs/40_runtime/48_supervise.ipynb #35c9e828
+# %% ../../nbs/40_runtime/48_supervise.ipynb #59de0bf2
 class LocalLauncher:
     "Runs on local processes under supervision; `start` returns a `LocalRun`."
     name = "local"
@@ -188,7 +189,7 @@ def supervise(fn, world: int, *args, layout=None, hang_timeout_s: float = 10.0, 
     "Run `fn(rank, world, *args, **kwargs)` on `world` supervised local ranks; results by rank, or `RunFailed`."
     return LocalRun(fn, world, args, kwargs, layout, hang_timeout_s, group_timeout_s, timeout_s, heartbeat_s, workdir).wait()
 
-# %% ../../nbs/40_runtime/48_supervise.ipynb #59de0bf2
+# %% ../../nbs/40_runtime/48_supervise.ipynb #7cfd1eda
 def _steps_with_fault(rank: int, world: int, steps: int = 6, fault: dict | None = None, step_s: float = 0.02) -> dict:
     "Test worker: steps of (sleep, all_reduce over the world as axis 'dp'), each published, with an injected fault."
     import torch

@@ -98,13 +98,16 @@ def join(self: RunController, timeout: float | None = None) -> bool:
 @patch
 def _main(self: RunController, spec):
     try:
-        h = self.handle = runner.start(spec, self.launcher)
-        while True:
-            for rec in h.poll(): self._q.put(("rec", rec))
+        h, i = runner.start(spec, self.launcher), 0
+        self.handle = h
+        while True:                      # read what each poll booked (`status()` polls too), so no record is missed
+            h.poll(); new, i = h.records[i:], len(h.records)
+            for rec in new: self._q.put(("rec", rec))
             if self._stop.is_set(): h.cancel(); self._q.put(("stopped", None)); return
             if h.failure_seen_at is not None or all(v not in ("running", "starting") for v in h.status().values()): break
             time.sleep(self.interval / 2)
-        for rec in h.poll(): self._q.put(("rec", rec))
+        h.poll()
+        for rec in h.records[i:]: self._q.put(("rec", rec))
         out = h.wait()[0]
         self._q.put(("done", {"losses": [out["losses"][k] for k in sorted(out["losses"])]}))
     except BaseException as e:
