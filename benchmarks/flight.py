@@ -12,7 +12,6 @@ Prints one JSON document (with os.getloadavg() before and after).
     python benchmarks/flight.py [--steps 12] [--quick]
 """
 import argparse, json, os, platform, statistics, time
-from collections import deque
 import torch
 
 med = statistics.median
@@ -35,10 +34,10 @@ def intrinsic(n=20000, repeats=7):
                 best[k] = min(best[k], (time.perf_counter() - t0) / n)
                 c.recorder.clear()
         rec = CommRecorder(0)                                 # the ring alone: post + running + done
-        from supernode_nb.comm.collectives import _flight_state
+        from supernode_nb.comm.flight import flight_state
         t0 = time.perf_counter()
         for _ in range(n):
-            e = rec.post("dp", "all_reduce", (0, 1), 1024, "float32"); _flight_state(e, "running"); _flight_state(e, "done")
+            e = rec.post("dp", "all_reduce", (0, 1), 1024, "float32"); flight_state(e, "running"); flight_state(e, "done")
         alone = (time.perf_counter() - t0) / n
         return {"all_reduce_1KB_ring_off_us": best["ring_off"] * 1e6, "all_reduce_1KB_ring_on_us": best["ring_on"] * 1e6,
                 "ring_us_per_collective": (best["ring_on"] - best["ring_off"]) * 1e6, "ring_alone_us": alone * 1e6}
@@ -51,6 +50,7 @@ def step_worker(rank, world, preset, degrees, steps):
     from supernode_nb.foundation.config import get_model, ParallelConfig
     from supernode_nb.foundation.layout import RankLayout
     from supernode_nb.comm.collectives import Comm, CommRecorder
+    from supernode_nb.comm.flight import FlightRing
     from supernode_nb.parallel.engine import Engine, parallelize
     torch.manual_seed(0)
     model, cfg = get_model(preset), ParallelConfig(**degrees)
@@ -60,7 +60,7 @@ def step_worker(rank, world, preset, degrees, steps):
     out = []
     for step in range(steps):
         on = step % 2 == 1
-        rec._flight = deque(maxlen=256) if on else None
+        rec.ring = FlightRing(rank, 256) if on else None
         n0 = len(rec.records); t0 = time.perf_counter()
         eng.train_step(step)
         out.append({"on": on, "wall_s": time.perf_counter() - t0, "collectives": len(rec.records) - n0})

@@ -80,7 +80,7 @@ def test_lines_and_table():
 @pytest.mark.parametrize("scenario,want", [("mismatch", ("mismatch", 1, [0, 1], "all_reduce", 2)),
                                            ("missing", ("missing", 3, [2, 3], "all_reduce", 2))])
 def test_real_hang_on_four_gloo_ranks_is_explained(scenario, want):
-    res = spawn("supernode_nb.comm.flight:_hang_worker", 4, scenario, timeout_s=90, group_timeout_s=20)
+    res = spawn("supernode_nb.comm.collectives:_hang_worker", 4, scenario, timeout_s=90, group_timeout_s=20)
     causes = explain({r: x["flight"] for r, x in enumerate(res)})
     assert [key(c) for c in causes] == [want], lines(causes)
     stuck = 0 if scenario == "mismatch" else 2

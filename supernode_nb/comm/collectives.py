@@ -7,7 +7,6 @@ Docs: https://supernode-nb.github.io/supernode_nb/20_comm/collectives.html.md"""
 # %% ../../nbs/20_comm/21_collectives.ipynb #d36c33a7
 from __future__ import annotations
 import time
-from collections import deque
 from dataclasses import dataclass, asdict, field
 from datetime import timedelta
 from typing import Any, Sequence
@@ -15,10 +14,11 @@ import torch
 import torch.distributed as dist
 from fastcore.basics import patch
 from ..foundation.layout import RankLayout
+from .flight import FlightRing, flight_state
 
 # %% auto #0
-__all__ = ['FLIGHT_STATES', 'COLLECTIVES', 'DEFAULT_AXES', 'CommRecord', 'CommRecorder', 'collective_cells', 'collective_figure',
-           'Comm', 'CommWork']
+__all__ = ['COLLECTIVES', 'DEFAULT_AXES', 'CommRecord', 'CommRecorder', 'collective_cells', 'collective_figure', 'Comm',
+           'CommWork']
 
 # %% ../../nbs/20_comm/21_collectives.ipynb #a53ade39
 @dataclass
@@ -42,7 +42,7 @@ class CommRecorder:
                  enabled: bool = True,         # keep `records` (False: only the flight ring)
                  flight_size: int = 256):      # collectives the flight ring holds (0: no ring)
         self.rank, self.enabled, self.records, self.step = rank, enabled, [], None
-        self._flight, self._seq = (deque(maxlen=flight_size) if flight_size else None), {}
+        self.ring = FlightRing(rank, flight_size) if flight_size else None   # see `comm.flight`
     @property
     def last(self) -> CommRecord | None: return self.records[-1] if self.records else None
     def add(self, axis, op, nbytes, group_size, start, end, wait_s, async_op=False, tag=""):
@@ -51,6 +51,12 @@ class CommRecorder:
     def clear(self): self.records.clear()
     def __len__(self): return len(self.records)
     def __repr__(self): return f"CommRecorder(rank={self.rank}, {len(self.records)} records)"
+    def post(self, axis: str, op: str, ranks: Sequence[int], nbytes: int, dtype: str = "", async_op: bool = False) -> dict | None:
+        "Enter a collective in the flight ring (`FlightRing.post`, state `posted`); None without a ring."
+        return None if self.ring is None else self.ring.post(axis, op, ranks, nbytes, dtype, async_op, self.step)
+    def flight(self) -> list[dict]:
+        "The flight ring as plain dicts, oldest first (safe to call from a heartbeat thread)."
+        return [] if self.ring is None else self.ring.entries()
 
 # %% ../../nbs/20_comm/21_collectives.ipynb #8350a118
 @patch
@@ -83,35 +89,7 @@ def to_chrome_trace(self: CommRecorder, pid: int | None = None) -> dict:
                             "step": r.step, "tag": r.tag}})
     return {"traceEvents": ev, "displayTimeUnit": "ms"}
 
-# %% ../../nbs/20_comm/21_collectives.ipynb #d8951bbe
-FLIGHT_STATES = ("posted", "running", "done")
-
-@patch
-def post(self: CommRecorder, axis: str, op: str,
-         ranks: Sequence[int],          # global ranks of the group it runs on
-         nbytes: int, dtype: str = "", async_op: bool = False) -> dict | None:
-    "Enter a collective in the flight ring (state `posted`); returns the entry to update, or None with no ring."
-    if self._flight is None: return None
-    g = tuple(ranks)
-    seq = self._seq[g] = self._seq.get(g, 0) + 1
-    e = {"rank": self.rank, "seq": seq, "group": g, "axis": axis, "op": op, "nbytes": int(nbytes), "dtype": dtype,
-         "state": "posted", "async": async_op, "step": self.step, "t_posted": time.time(), "t_running": None,
-         "t_done": None, "error": ""}
-    self._flight.append(e)
-    return e
-
-def _flight_state(e: dict | None, state: str, error: BaseException | None = None):
-    "Move a flight entry to `state` (stamping the time), or note the error that ended it."
-    if e is None: return
-    if error is not None: e["error"] = f"{type(error).__name__}: {str(error).strip().splitlines()[0][:160] if str(error).strip() else ''}"
-    else: e["state"], e["t_" + state] = state, time.time()
-
-@patch
-def flight(self: CommRecorder) -> list[dict]:
-    "The flight ring as plain dicts, oldest first (safe to call from a heartbeat thread)."
-    return [dict(e, group=list(e["group"])) for e in list(self._flight or ())]
-
-# %% ../../nbs/20_comm/21_collectives.ipynb #3020900e
+# %% ../../nbs/20_comm/21_collectives.ipynb #aa3c046f
 COLLECTIVES = ("all_reduce", "reduce_scatter", "all_gather", "all_to_all", "broadcast", "send_recv")
 
 def collective_cells(op: str, n: int = 4) -> tuple[list[list[str]], list[list[str]]]:
@@ -142,12 +120,11 @@ def collective_figure(op: str, n: int = 4):
     fig.update_layout(title=f"{op} on {n} ranks", height=260 + 30 * n, width=720)
     return fig
 
-# %% ../../nbs/20_comm/21_collectives.ipynb #b1d2b775
+# %% ../../nbs/20_comm/21_collectives.ipynb #8b92adfa
 _OPS = {"sum": dist.ReduceOp.SUM, "max": dist.ReduceOp.MAX, "min": dist.ReduceOp.MIN, "avg": dist.ReduceOp.AVG,
         "product": dist.ReduceOp.PRODUCT}
 DEFAULT_AXES = ("tp", "cp", "dp", "pp", "ep", "edp", "dp-cp")
 
-# %% ../../nbs/20_comm/21_collectives.ipynb #950bca40
 class Comm:
     "One rank's communicator over the axes of a `RankLayout`; every call can be recorded."
     def __init__(self, rank: int, world_size: int, groups: dict[str, tuple[list[int], Any]],
@@ -190,7 +167,7 @@ class Comm:
         except KeyError: raise KeyError(f"axis {axis!r} has no group here; known: {', '.join(self._groups)}") from None
     def __repr__(self): return f"Comm(rank={self.rank}, " + ", ".join(f"{a}={len(g)}" for a, (g, _) in self._groups.items()) + ")"
 
-# %% ../../nbs/20_comm/21_collectives.ipynb #3e7eefb7
+# %% ../../nbs/20_comm/21_collectives.ipynb #6b2a0e5b
 class CommWork:
     "An in-flight collective: `wait()` blocks until done, records the exposed time, and returns the result."
     def __init__(self, works, result, comm, axis, op, nbytes, start, finish=None, flight=None):
@@ -199,12 +176,12 @@ class CommWork:
         self._meta = (comm, axis, op, nbytes, start)
     def wait(self, timeout: float | None = None):
         if not self._done:
-            t0 = time.monotonic(); _flight_state(self._fl, "running")
+            t0 = time.monotonic(); flight_state(self._fl, "running")
             try:
                 for w in self._works:
                     if w is not None: w.wait(timedelta(seconds=timeout)) if timeout else w.wait()
-            except Exception as e: _flight_state(self._fl, "running", e); raise
-            t1 = time.monotonic(); _flight_state(self._fl, "done")
+            except Exception as e: flight_state(self._fl, "running", e); raise
+            t1 = time.monotonic(); flight_state(self._fl, "done")
             comm, axis, op, nbytes, start = self._meta
             if self._finish is not None: self._result = self._finish()
             if comm.recorder is not None: comm.recorder.add(axis, op, nbytes, comm.size(axis), start, t1, t1 - t0, True)
@@ -212,21 +189,21 @@ class CommWork:
         return self._result
     def is_completed(self) -> bool: return self._done or all(w is None or w.is_completed() for w in self._works)
 
-# %% ../../nbs/20_comm/21_collectives.ipynb #5054a505
+# %% ../../nbs/20_comm/21_collectives.ipynb #11d336da
 @patch
 def _run(self: Comm, axis, op, nbytes, issue, result, async_op, finish=None, n=None, ranks=None, dtype=""):
     "Issue `issue()` (returns works or None), record it, and return the result or a `CommWork`."
     rec = self.recorder
     fl = rec.post(axis, op, ranks or self._group(axis)[0], nbytes, dtype, async_op) if rec is not None else None
     start = time.monotonic()
-    if not async_op: _flight_state(fl, "running")
+    if not async_op: flight_state(fl, "running")
     try:
         works = issue()
         if async_op: return CommWork(works, result, self, axis, op, nbytes, start, finish, fl)
         if works is not None:
             for w in (works if isinstance(works, list) else [works]): w.wait()
-    except Exception as e: _flight_state(fl, "running", e); raise
-    _flight_state(fl, "done")
+    except Exception as e: flight_state(fl, "running", e); raise
+    flight_state(fl, "done")
     out = finish() if finish is not None else result
     if rec is not None:
         end = time.monotonic()
@@ -239,7 +216,7 @@ class _Done:
     def wait(self, timeout=None): return self._result
     def is_completed(self): return True
 
-# %% ../../nbs/20_comm/21_collectives.ipynb #a01959ca
+# %% ../../nbs/20_comm/21_collectives.ipynb #0d1a02e7
 def _nb(t: torch.Tensor) -> int: return t.numel() * t.element_size()
 def _dt(t: torch.Tensor) -> str: return str(t.dtype).removeprefix("torch.")
 
@@ -254,7 +231,6 @@ def all_reduce(self: Comm, t: torch.Tensor, axis: str, op: str = "sum", async_op
     if pg is None: return _Done(t) if async_op else t
     return self._run(axis, "all_reduce", _nb(t), lambda: dist.all_reduce(t, op=_OPS[op], group=pg, async_op=async_op), t, async_op, dtype=_dt(t))
 
-# %% ../../nbs/20_comm/21_collectives.ipynb #0161f831
 @patch
 def all_gather(self: Comm, t: torch.Tensor, axis: str, dim: int = 0, async_op: bool = False):
     "Concatenate every rank's `t` along `dim`: (.., d, ..) -> (.., n·d, ..)."
@@ -286,7 +262,7 @@ def broadcast(self: Comm, t: torch.Tensor, axis: str, src: int = 0, async_op: bo
     return self._run(axis, "broadcast", _nb(t), lambda: dist.broadcast(t, src=ranks[src], group=pg, async_op=async_op), t, async_op,
                      dtype=_dt(t))
 
-# %% ../../nbs/20_comm/21_collectives.ipynb #d76b4aca
+# %% ../../nbs/20_comm/21_collectives.ipynb #e14a79ce
 @patch
 def exchange_splits(self: Comm, in_splits: Sequence[int], axis: str) -> list[int]:
     "Tell every peer how many rows it will receive from this rank; return how many this rank receives from each."
@@ -296,7 +272,7 @@ def exchange_splits(self: Comm, in_splits: Sequence[int], axis: str) -> list[int
     self._run(axis, "all_to_all_counts", _nb(send), lambda: dist.all_to_all_single(recv, send, group=pg), recv, False)
     return recv.tolist()
 
-# %% ../../nbs/20_comm/21_collectives.ipynb #a419cd9d
+# %% ../../nbs/20_comm/21_collectives.ipynb #91cd55d1
 @patch
 def all_to_all(self: Comm, t: torch.Tensor, axis: str, in_splits: Sequence[int] | None = None,
                out_splits: Sequence[int] | None = None, algorithm: str = "native", async_op: bool = False):
@@ -339,7 +315,7 @@ def _pairwise(self, x, out, in_splits, out_splits, ranks, pg, async_op):
                 for w in ws: w.wait()
     return works or None
 
-# %% ../../nbs/20_comm/21_collectives.ipynb #b7edf3b4
+# %% ../../nbs/20_comm/21_collectives.ipynb #6bf8ea9f
 @patch
 def send(self: Comm, t: torch.Tensor, axis: str, dst: int):
     "Send `t` to group index `dst` of `axis` (blocking)."
@@ -352,7 +328,6 @@ def recv(self: Comm, t: torch.Tensor, axis: str, src: int):
     ranks, pg = self._group(axis)
     return self._run(axis, "recv", _nb(t), lambda: dist.recv(t, src=ranks[src], group=pg), t, False, dtype=_dt(t))
 
-# %% ../../nbs/20_comm/21_collectives.ipynb #40bbd4f0
 @patch
 def batch_p2p(self: Comm, ops: Sequence[tuple[str, torch.Tensor, int]], axis: str, async_op: bool = False):
     "Issue sends and receives together: `ops` of ('send'|'recv', tensor, peer index). Returns the tensors (or a handle)."
@@ -376,7 +351,7 @@ def barrier(self: Comm, axis: str | None = None, timeout: float | None = None):
     else: issue = lambda: dist.barrier(group=pg)
     return self._run(name, "barrier", 0, issue, None, False, n=len(ranks), ranks=ranks)
 
-# %% ../../nbs/20_comm/21_collectives.ipynb #b04c925f
+# %% ../../nbs/20_comm/21_collectives.ipynb #cbabebdd
 def _check_wrappers(rank, world_size):
     "Test worker: every wrapper equals a hand-computed result; records carry axis, op and bytes."
     L = RankLayout(tp=2, dp=2)
@@ -403,3 +378,17 @@ def _check_wrappers(rank, world_size):
     out["records"] = [(r.axis, r.op, r.nbytes, r.group_size, r.async_op) for r in rec.records]
     out["flight"] = rec.flight()
     return out
+
+# %% ../../nbs/20_comm/21_collectives.ipynb #e3858f1d
+def _hang_worker(rank, world_size, scenario="mismatch", timeout_s=2.0):
+    "Test worker: two clean collectives, then the `scenario` breaks the tp group of ranks 0,1 (mismatch) or 2,3 (missing)."
+    rec = CommRecorder(rank)
+    c = Comm.from_layout(RankLayout(tp=2, dp=world_size // 2), rank, rec, axes=("tp", "dp"), timeout_s=timeout_s)
+    x, err = torch.ones(16), ""
+    try:
+        c.all_reduce(x, "tp"); c.all_reduce(x, "dp")
+        if scenario == "mismatch" and rank == 1: c.all_gather(x, "tp")
+        elif scenario == "missing" and rank == 3: pass
+        else: c.all_reduce(x, "tp")
+    except Exception as e: err = f"{type(e).__name__}: {e}"[:200]
+    return {"flight": rec.flight(), "error": err}

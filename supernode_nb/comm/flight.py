@@ -6,14 +6,45 @@ Docs: https://supernode-nb.github.io/supernode_nb/20_comm/flight.html.md"""
 
 # %% ../../nbs/20_comm/22_flight.ipynb #dbf0e9ad
 from __future__ import annotations
-import html, json
-from typing import Iterable
+import html, json, time
+from collections import deque
+from typing import Iterable, Sequence
 from ..foundation.core import Parser, UsageError, emit
 
 # %% auto #0
-__all__ = ['KINDS', 'where', 'signature', 'explain', 'lines', 'flight_table', 'flight_figure', 'load_flights', 'cli_flight']
+__all__ = ['FLIGHT_STATES', 'KINDS', 'FlightRing', 'flight_state', 'where', 'signature', 'explain', 'lines', 'flight_table',
+           'flight_figure', 'load_flights', 'cli_flight']
 
-# %% ../../nbs/20_comm/22_flight.ipynb #39864ee4
+# %% ../../nbs/20_comm/22_flight.ipynb #3e23342e
+FLIGHT_STATES = ("posted", "running", "done")
+
+class FlightRing:
+    "A rank's last `size` collectives as plain dicts, with a sequence number per group."
+    def __init__(self, rank: int = 0,     # global rank of this process
+                 size: int = 256):        # entries kept
+        self.rank, self._ring, self._seq = rank, deque(maxlen=size), {}
+    def post(self, axis: str, op: str, ranks: Sequence[int], nbytes: int, dtype: str = "", async_op: bool = False,
+             step: int | None = None) -> dict:
+        "Enter a collective (state `posted`); returns the entry to move along with `flight_state`."
+        g = tuple(ranks)
+        seq = self._seq[g] = self._seq.get(g, 0) + 1
+        e = {"rank": self.rank, "seq": seq, "group": g, "axis": axis, "op": op, "nbytes": int(nbytes), "dtype": dtype,
+             "state": "posted", "async": async_op, "step": step, "t_posted": time.time(), "t_running": None,
+             "t_done": None, "error": ""}
+        self._ring.append(e)
+        return e
+    def entries(self) -> list[dict]:
+        "Copies, oldest first: a heartbeat thread can send them while the main thread sits in a collective."
+        return [dict(e, group=list(e["group"])) for e in list(self._ring)]
+    def __len__(self): return len(self._ring)
+
+def flight_state(e: dict | None, state: str, error: BaseException | None = None):
+    "Move a flight entry to `state` (stamping the time), or note the error that ended it (the state stays)."
+    if e is None: return
+    if error is not None: e["error"] = f"{type(error).__name__}: {str(error).strip().splitlines()[0][:160] if str(error).strip() else ''}"
+    else: e["state"], e["t_" + state] = state, time.time()
+
+# %% ../../nbs/20_comm/22_flight.ipynb #b35d0c3e
 KINDS = ("dead_peer", "mismatch", "missing")       # what `explain` can name, most direct first
 _SIZED = {"all_reduce", "all_gather", "reduce_scatter", "broadcast", "barrier", "all_to_all_counts"}  # sizes must agree
 
@@ -32,7 +63,7 @@ def _name(e: dict) -> str:
     size = f"{e['nbytes'] / 1024:.1f} KiB" if e["nbytes"] >= 1024 else f"{e['nbytes']} B"
     return f"{e['op']} #{e['seq']} on {e['axis']} {list(e['group'])} ({size}{' ' + e['dtype'] if e.get('dtype') else ''})"
 
-# %% ../../nbs/20_comm/22_flight.ipynb #1a2118d9
+# %% ../../nbs/20_comm/22_flight.ipynb #4651a9fc
 def _cause(kind, rank, e, waiting, text, **other) -> dict:
     return {"kind": kind, "rank": rank, "group": list(e["group"]), "axis": e["axis"], "op": e["op"], "seq": e["seq"],
             "waiting": waiting, "text": text, **other}
@@ -61,7 +92,7 @@ def _member(m, e, bufs, stuck, dead, ref, waiting) -> dict | None:
 def _brief(e: dict) -> dict:
     return {k: (list(e[k]) if k == "group" else e.get(k)) for k in ("op", "axis", "group", "seq", "nbytes", "dtype", "state")}
 
-# %% ../../nbs/20_comm/22_flight.ipynb #d3fdadd9
+# %% ../../nbs/20_comm/22_flight.ipynb #8fd7ea58
 def explain(flights: dict[int, list[dict]],   # rank -> its `CommRecorder.flight()` (missing for a dead rank)
             dead: Iterable[int] = (),          # ranks known dead (process exited, heartbeat stopped)
             world: int | None = None,          # world size: ranks without a ring count as dead
@@ -86,7 +117,7 @@ def explain(flights: dict[int, list[dict]],   # rank -> its `CommRecorder.flight
                 seen.add((c["kind"], m, g, seq)); causes.append(c)
     return sorted(causes, key=lambda c: (KINDS.index(c["kind"]), c.get("across", False), c["seq"], c["rank"]))
 
-# %% ../../nbs/20_comm/22_flight.ipynb #f405fe82
+# %% ../../nbs/20_comm/22_flight.ipynb #18ebaba4
 def lines(causes: list[dict]) -> list[str]:
     "One line per cause, for a terminal: `[kind] rank R: text`."
     return [f"[{c['kind']}] rank {c['rank']}: {c['text']}" for c in causes]
@@ -115,7 +146,7 @@ def flight_table(flights: dict[int, list[dict]],   # rank -> its flight ring
         out.append(f"<p><b>group {list(g)}</b></p><table><thead><tr><th></th>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>")
     return '<div class="snb-flight">' + "".join(out) + "".join(f"<p>{e(l)}</p>" for l in lines(causes)) + "</div>"
 
-# %% ../../nbs/20_comm/22_flight.ipynb #745fee9a
+# %% ../../nbs/20_comm/22_flight.ipynb #93b99063
 _Z = {"done": 0, "posted": 1, "running": 2, None: 3}
 
 def flight_figure(flights: dict[int, list[dict]],   # rank -> its flight ring
@@ -139,24 +170,7 @@ def flight_figure(flights: dict[int, list[dict]],   # rank -> its flight ring
                       height=160 + 40 * len(g), width=120 + 110 * max(len(seqs), 1))
     return fig
 
-# %% ../../nbs/20_comm/22_flight.ipynb #3f180ca2
-def _hang_worker(rank, world_size, scenario="mismatch", timeout_s=2.0):
-    "Test worker: two clean collectives, then the `scenario` breaks the tp group of ranks 0,1 (mismatch) or 2,3 (missing)."
-    import torch
-    from supernode_nb.foundation.layout import RankLayout
-    from supernode_nb.comm.collectives import Comm, CommRecorder
-    rec = CommRecorder(rank)
-    c = Comm.from_layout(RankLayout(tp=2, dp=world_size // 2), rank, rec, axes=("tp", "dp"), timeout_s=timeout_s)
-    x, err = torch.ones(16), ""
-    try:
-        c.all_reduce(x, "tp"); c.all_reduce(x, "dp")
-        if scenario == "mismatch" and rank == 1: c.all_gather(x, "tp")
-        elif scenario == "missing" and rank == 3: pass
-        else: c.all_reduce(x, "tp")
-    except Exception as e: err = f"{type(e).__name__}: {e}"[:200]
-    return {"flight": rec.flight(), "error": err}
-
-# %% ../../nbs/20_comm/22_flight.ipynb #61c09949
+# %% ../../nbs/20_comm/22_flight.ipynb #56f8ac99
 def load_flights(paths: list[str]) -> dict[int, list[dict]]:
     "Rings from JSON files: a list (one rank's ring; the rank read from its entries) or a {rank: ring} dict each."
     out: dict[int, list[dict]] = {}
