@@ -168,12 +168,14 @@ def _top(tps, mem, world, idx, k: int) -> np.ndarray:
         idx = idx[tps[idx] >= cut]
     return idx[np.lexsort((mem[idx], world[idx], -tps[idx]))][:k]
 
-# %% ../../nbs/10_cost/13_planner.ipynb #2fc2bbf8
+# %% ../../nbs/10_cost/13_planner.ipynb #b729b8a7
 def _take(S: dict, Vr: dict, idx) -> dict:
     "Flat columns at flat indices `idx` of the N × V grid of shapes `S` (N, 1) and variants `Vr` (1, V)."
     i, j = np.divmod(np.asarray(idx, dtype=np.int64), Vr["zero"].shape[1])
     return {**{k: v[i, 0] for k, v in S.items()}, **{k: v[0, j] for k, v in Vr.items()}}
 
+
+# %% ../../nbs/10_cost/13_planner.ipynb #dc4ac696
 def plan(model: ModelSpec, topology: Topology | str, global_batch: int, space: SearchSpace = SearchSpace(), *,
          max_devices: int | None = None,      # use at most this many of the healthy devices
          top: int = 10, mem_fraction: float = 0.9, efficiency: float | None = None, dp_overlap: float = 1.0,
