@@ -10,7 +10,8 @@ the shared machine falls on all of them alike. Reported:
   ours also reports its measured peak of whole (gathered) parameters; FSDP2's is not observable on CPU;
 - 1/dp: our ZeRO-3 sharded states (fp32 master slice + gradient slice + AdamW moments) measured at dp = 1, 2, 4;
 - reshard="layer" (gather before each forward and backward, per micro-batch) vs "step" (gather once per step,
-  keep until it ends): the trade-off of gathering per micro-batch or per step, at 4 micro-batches;
+  keep until it ends): the trade-off of gathering per micro-batch or per step, at 4 micro-batches — on dp4 and in
+  the engine on dp2·pp2 (1F1B), with gathers per step and the peak of whole parameters;
 - bf16: the same ZeRO-3 step with bf16 parameters (fp32 masters) on the 4 ranks, and one process alone (no comm):
   the engine's fp32 step vs its bf16 step on 512-wide matmuls.
 
@@ -87,6 +88,30 @@ def _states(rank, world):
     h = z.held_bytes(); return h["params"] - h["params_whole_peak"] + h["grads"] + h["optimizer"]
 
 
+def _pp_worker(rank, world, steps=6):
+    "dp2·pp2 ZeRO-3 in the engine, 4 micro-batches: reshard='layer' (gather per micro-batch) vs 'step' (once per step), interleaved."
+    from supernode_nb.foundation.config import ParallelConfig
+    from supernode_nb.parallel.engine import Engine, parallelize
+    torch.set_num_threads(1)
+    cfg = ParallelConfig(dp=2, pp=2, zero=3, micro_batch_size=1, global_batch_size=8)
+    L = RankLayout.from_config(cfg); comm = Comm.from_layout(L, rank, CommRecorder(rank))
+    engs = {rs: Engine(parallelize(SPEC, cfg, L, rank, comm), reshard=rs) for rs in ("layer", "step")}
+    out = {rs: {"wall": [], "gathers": 0, "whole_peak": 0} for rs in engs}
+    for s in range(steps + 1):
+        for rs, e in engs.items():
+            g0 = e.opt.gathers; r = e.train_step(s)
+            if s: out[rs]["wall"].append(r.wall_s); out[rs]["gathers"] = e.opt.gathers - g0
+            out[rs]["whole_peak"] = e.opt.peak_live_bytes
+    return out
+
+
+def pp_reshard(steps=6):
+    res = spawn(_pp_worker, 4, steps=steps, timeout_s=600)
+    return {rs: {"step_s_median": round(med([max(r[rs]["wall"][i] for r in res) for i in range(steps)]), 4),
+                 "gathers_per_step_rank0": res[0][rs]["gathers"], "whole_params_peak_bytes_rank0": res[0][rs]["whole_peak"]}
+            for rs in ("layer", "step")} | {"config": "dp2·pp2 zero3, 4 micro-batches, 1f1b", "loadavg": os.getloadavg()}
+
+
 def bf16_local(steps=6):
     "One process, no communication: an fp32 step vs a bf16 step (fp32 masters) of a GPT with 512-wide matmuls."
     from supernode_nb.foundation.config import ParallelConfig
@@ -129,6 +154,7 @@ def main(quick=False):
            "zero3_sharded_states_bytes": states, "states_times_dp_over_dp1": {k: round(v * int(k[3:]) / s1, 3) for k, v in states.items()},
            "final_loss": {n: round(res[0]["losses"][n][-1], 5) for n in names},
            "bf16_local_step": bf16_local(3 if quick else 6),
+           "pp_reshard_layer_vs_step": pp_reshard(3 if quick else 6),
            "loadavg": os.getloadavg(), "cpus": os.cpu_count(), "torch": torch.__version__, "host": platform.node(),
            "seconds": round(time.time() - t, 1)}
     print(json.dumps(doc, indent=1))
@@ -137,6 +163,7 @@ def main(quick=False):
 
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(); ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--only", choices=["bf16"], default=None, help="only the one-process bf16 step")
+    ap.add_argument("--only", choices=["bf16", "pp"], default=None, help="only the one-process bf16 step, or only dp2·pp2 resharding")
     a = ap.parse_args()
-    print(json.dumps(bf16_local(), indent=1)) if a.only == "bf16" else main(a.quick)
+    if a.only: print(json.dumps(bf16_local() if a.only == "bf16" else pp_reshard(), indent=1))
+    else: main(a.quick)
