@@ -75,3 +75,15 @@ def test_link_far_below_its_level():
     rep = doctor(get_model("tiny-gpt"), ParallelConfig(dp=72), 72, topology="gb200-nvl72", commbench=rows[:1],
                  checks=[check_link_speed])
     assert rep.check("network", "link speed").verdict == "warn"
+
+
+def test_doctor_reads_this_hosts_interfaces(monkeypatch):
+    "loopback declared the management plane and pinned for gloo: the gradients' interface is misbound."
+    sub = {"parameter": "198.18.201.0/24", "management": "127.0.0.0/8"}
+    monkeypatch.setenv("GLOO_SOCKET_IFNAME", "lo")
+    c = doctor(get_model("tiny-gpt"), ParallelConfig(dp=2), 2, subnets=sub, checks=[check_plane_binding]).check("network", "binding")
+    assert c.verdict == "warn" and "parameter traffic leaves on lo, wired to the management plane" in c.detail, c.detail
+    monkeypatch.delenv("GLOO_SOCKET_IFNAME")
+    for v in ("HCCL_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME"): monkeypatch.delenv(v, raising=False)
+    c = doctor(get_model("tiny-gpt"), ParallelConfig(dp=2), 2, subnets=sub, checks=[check_plane_binding]).check("network", "binding")
+    assert c.verdict == "warn" and "no HCCL/NCCL/GLOO_SOCKET_IFNAME set" in c.detail

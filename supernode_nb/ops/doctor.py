@@ -296,12 +296,13 @@ def doctor(model: ModelSpec | str | None = None,    # a preset name or spec (def
            checks: list[Callable] | None = None,        # the checks to run (default `CHECKS`)
            binding: dict | None = None,                 # NIC binding to check: {plane: iface} or {node: {plane: iface}}
            commbench: list | str | None = None,         # comm-bench rows (or their JSON file) to judge the links by
+           subnets: dict | None = None,                 # plane -> CIDR: check this host's interfaces and *_SOCKET_IFNAME
            ) -> Report:
     "Run seed 001's layered checks for `model` under `config` on `world` ranks; return a `Report`."
     model = get_model(model) if isinstance(model, str) else (model or MODEL_PRESETS["tiny-gpt"])
     if config is None: config = ParallelConfig(dp=world or 2)
     world = world or config.world_size
-    ctx = Context(model, config, world, quick, topology, checkpoint, device, timeout_s, binding, commbench)
+    ctx = Context(model, config, world, quick, topology, checkpoint, device, timeout_s, binding, commbench, subnets)
     cs = [c for f in (checks or CHECKS) for c in _guarded(f, ctx)]
     cs.sort(key=lambda c: LAYERS.index(c.layer))
     try: vs = versions()
@@ -332,6 +333,7 @@ def cli_doctor(argv: list[str]) -> int:
     p.add_argument("--timeout", type=float, default=30.0, help="seconds for checks that start processes")
     p.add_argument("--binding", type=parse_binding, default=None,
                    help="NIC binding to check: plane=iface,... (every node) or a JSON file {node: {plane: iface}}")
+    p.add_argument("--subnets", type=parse_binding, default=None, help="plane=CIDR,...: check this host's interfaces and *_SOCKET_IFNAME")
     p.add_argument("--commbench", default=None, help="comm-bench JSON rows: flag links far below their level's figure")
     p.add_argument("--verbose", action="store_true", help="show the next step under every check")
     p.add_argument("--html", default=None, help="also write the report as an HTML table to this file")
@@ -341,7 +343,8 @@ def cli_doctor(argv: list[str]) -> int:
     explicit = any(getattr(a, k) != 1 for k in ("tp", "pp", "dp", "ep", "cp"))
     world = a.world or (cfg.world_size if explicit else 2)
     if not explicit: cfg = cfg.replace(dp=world)
-    rep = doctor(model, cfg, world, a.quick, a.topology, a.checkpoint, a.device, a.timeout, binding=a.binding, commbench=a.commbench)
+    rep = doctor(model, cfg, world, a.quick, a.topology, a.checkpoint, a.device, a.timeout, binding=a.binding, commbench=a.commbench,
+                 subnets=a.subnets)
     if a.html: open(a.html, "w").write(rep.to_html())
     emit(rep.to_dict(), a.json, rep.text(verbose=a.verbose))
     return 0 if rep.ok else 1

@@ -129,8 +129,12 @@ def _misbinding_cost(ctx: Context, topo, est) -> dict:
 # %% ../../nbs/50_ops/53_netcheck.ipynb #c02478aa
 def check_plane_binding(ctx: Context) -> list[Check]:
     "Network layer: NICs bound to the wrong plane, the axes whose traffic lands there, and the step time it costs."
-    if not ctx.binding: return [Check("network", "binding", "skipped", "no NIC binding given: every plane assumed on its own interface",
-                                      "pass --binding parameter=IFACE,... (what *_SOCKET_IFNAME and the mounts use)")]
+    if not ctx.binding and not ctx.subnets:
+        return [Check("network", "binding", "skipped", "no NIC binding given: every plane assumed on its own interface",
+                      "pass --binding parameter=IFACE,... (what *_SOCKET_IFNAME and the mounts use), or --subnets plane=CIDR,...")]
+    if not ctx.binding and not topology_of(ctx).__dict__.get("_binding", {}).get(None):
+        return [Check("network", "binding", "warn", "no HCCL/NCCL/GLOO_SOCKET_IFNAME set: the collective library picks the "
+                      "gradients' interface itself", "pin it to the parameter-plane interface", {"subnets": ctx.subnets})]
     try: pl = _placement(ctx)
     except Exception as e: return [Check("network", "binding", "skipped", f"no placement: {e}", "fix the strategy first")]
     topo = pl.topology

@@ -184,16 +184,21 @@ class Context:
     timeout_s: float = 30.0                # for checks that start processes
     binding: dict | None = None            # NIC binding to check: {plane: iface} or {node: {plane: iface}}
     commbench: list | str | None = None    # comm-bench rows, or the path of `supernode-nb comm-bench --json` output
+    subnets: dict | None = None            # plane -> CIDR: read this host's interfaces and *_SOCKET_IFNAME binding
     def to_dict(self) -> dict:
         return {"model": self.model.name, "config": self.config.to_dict(), "world": self.world, "quick": self.quick,
                 "topology": self.topology, "checkpoint": self.checkpoint, "device": self.device, "binding": self.binding,
-                "commbench": self.commbench if isinstance(self.commbench, str) else (None if self.commbench is None else f"{len(self.commbench)} rows")}
+                "commbench": self.commbench if isinstance(self.commbench, str) else (None if self.commbench is None else f"{len(self.commbench)} rows"),
+                "subnets": self.subnets}
 
 def topology_of(ctx: Context):
-    "The context's topology preset sized to its world, with its plane binding when one is given."
+    "The context's topology preset sized to its world, with its plane binding (given, or read from this host's interfaces)."
     from supernode_nb.foundation.topology import topology_for
-    from supernode_nb.foundation import planes        # noqa: F401 — adds Topology.with_binding
+    from supernode_nb.foundation.planes import host_binding   # also adds Topology.with_binding
     topo = topology_for(ctx.topology, ctx.world)
+    if ctx.subnets:
+        nics, b = host_binding(ctx.subnets)
+        return topo.with_binding(ctx.binding or b, nics)
     return topo.with_binding(ctx.binding) if ctx.binding else topo
 
 def jsonable(d: dict) -> dict:
