@@ -24,6 +24,7 @@ CASES = [   # (id, model, world, config, optimizer, engine options)
     ("dp2-pp2-zero3-m4", "tiny-gpt", 4, dict(dp=2, pp=2, zero=3, micro_batch_size=1, global_batch_size=8), "sgd", {}),
     ("dp2-pp2-zero3-m4-keep-step", "tiny-gpt", 4, dict(dp=2, pp=2, zero=3, micro_batch_size=1, global_batch_size=8), "sgd",
      dict(reshard="step")),
+    ("cp2-dp2-zero3", "tiny-gpt", 4, dict(cp=2, dp=2, zero=3, micro_batch_size=1, global_batch_size=4), "sgd", {}),
     ("moe-ep2-dp2-zero3", "tiny-moe", 2, dict(dp=2, ep=2, zero=3, micro_batch_size=1, global_batch_size=4), "sgd", {}),
 ]
 LR, STEPS = {"sgd": 0.1, "adamw": 1e-3}, 3

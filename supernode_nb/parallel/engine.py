@@ -6,7 +6,7 @@ Docs: https://supernode-nb.github.io/supernode_nb/30_parallel/engine.html.md"""
 
 # %% ../../nbs/30_parallel/36_engine.ipynb #c30eca18
 from __future__ import annotations
-import json, math, resource, time
+import io, json, math, resource, time
 from contextlib import nullcontext
 from dataclasses import dataclass, field, asdict
 from typing import Any, Callable
@@ -25,7 +25,7 @@ from .zero import DTYPES, data_parallel_optimizer
 
 # %% auto #0
 __all__ = ['TOLERANCES', 'engine_check', 'local_comm', 'ParallelModel', 'parallelize', 'holdings', 'StepRecord',
-           'peak_memory_bytes', 'Engine', 'train_step', 'chrome_trace', 'merge_traces', 'reference_run',
+           'peak_memory_bytes', 'Engine', 'train_step', 'chrome_trace', 'merge_traces', 'reference_run', 'ref_bytes',
            'parity_worker']
 
 # %% ../../nbs/30_parallel/36_engine.ipynb #9d434424
@@ -33,7 +33,6 @@ def engine_check(spec: ModelSpec, cfg: ParallelConfig, world_size: int | None = 
     "Every reason `cfg` cannot run here: `config.check`'s constraints plus what this engine does not implement."
     errs = check(spec, cfg, world_size)
     if cfg.cp > 1 and spec.seq_len % (2 * cfg.cp): errs.append(f"cp={cfg.cp}: seq_len={spec.seq_len} must split into 2·cp = {2 * cfg.cp} chunks (two per rank)")
-    if cfg.cp > 1 and cfg.zero >= 2: errs.append(f"cp={cfg.cp} with zero={cfg.zero}: the cp gradient sum is not wired into ZeRO-2/3's sharded gradients (use zero 0 or 1)")
     from supernode_nb.foundation.capabilities import engine_gaps   # the one capability table (the planner reads it too)
     return errs + engine_gaps(spec, cfg, backend)
 
@@ -259,6 +258,10 @@ def reference_run(spec, cfg, steps: int = 3, seed: int = 0, optimizer: str = "ad
     for s in range(steps): losses.append(eng.train_step(s, keep).loss)
     return {"losses": losses, "grads": grads, "params": {n: p.detach().clone() for n, p in pm.named_shards().items()}}
 
+def ref_bytes(ref: dict) -> bytes:
+    "`ref` as bytes for `parity_worker` on spawned ranks (tensors in spawn arguments would each travel as a file descriptor)."
+    buf = io.BytesIO(); torch.save(ref, buf); return buf.getvalue()
+
 def _excess(mine: torch.Tensor, ref: torch.Tensor, rtol: float) -> tuple[float, float]:
     "max(|mine - ref| - rtol·|ref|) (compare with atol), and the largest absolute difference."
     d = (mine - ref).abs()
@@ -269,6 +272,7 @@ def parity_worker(rank: int, world_size: int, spec, cfg, ref: dict, steps: int =
                   engine_kw: dict | None = None) -> dict:   # more `Engine` options, e.g. reshard="step"
     "Train `cfg` on this rank and compare with `ref` (from `reference_run`); returns the worst errors."
     spec, cfg = _mk_spec(spec), _mk_cfg(cfg)
+    if isinstance(ref, bytes): ref = torch.load(io.BytesIO(ref))     # from `ref_bytes`
     layout = RankLayout.from_config(cfg)
     comm = Comm.from_layout(layout, rank, CommRecorder(rank))
     pm = parallelize(spec, cfg, layout, rank, comm, seed, capacity_factor)
