@@ -38,7 +38,11 @@ class RestartPlan:
                 "reason": self.reason, "devices": [int(d) for d in self.placement.device_array],
                 "unhealthy": sorted(int(x) for x in self.topology.unhealthy)}
 
-def plan_restart(spec: ModelSpec, cfg: ParallelConfig, placement, failed_ranks) -> RestartPlan:
+def plan_restart(spec: ModelSpec,        # the model (a dp that breaks its constraints is not chosen)
+                 cfg: ParallelConfig,    # the layout that failed
+                 placement,              # where its ranks ran (`placement.place`)
+                 failed_ranks            # the fault report's culprits
+                 ) -> RestartPlan:
     "Mark the failed ranks' devices unhealthy and choose the layout and placement to continue on."
     cfg = cfg.replace(global_batch_size=cfg.gbs)                       # keep the global batch whatever dp becomes
     failed = sorted({int(placement.device_array[r]) for r in failed_ranks})

@@ -184,8 +184,15 @@ class LocalLauncher:
         return LocalRun(fn, world, args, kwargs, layout, self.hang_timeout_s, self.group_timeout_s, self.timeout_s,
                         start_method=self.start_method)
 
-def supervise(fn, world: int, *args, layout=None, hang_timeout_s: float = 10.0, group_timeout_s: float = 120.0,
-              timeout_s: float = 600.0, heartbeat_s: float = 0.1, workdir: str | None = None, **kwargs) -> list:
+def supervise(fn,                              # an importable `fn(rank, world, *args, **kwargs)`, or "module:function"
+              world: int, *args,
+              layout=None,                     # the RankLayout: the report names each rank's coordinates
+              hang_timeout_s: float = 10.0,    # no comm op completed by any rank for this long: hung
+              group_timeout_s: float = 120.0,  # gloo's group timeout
+              timeout_s: float = 600.0,        # the run's deadline
+              heartbeat_s: float = 0.1,        # seconds between a rank's heartbeats
+              workdir: str | None = None,      # where heartbeats go (default: a temporary folder, removed after)
+              **kwargs) -> list:
     "Run `fn(rank, world, *args, **kwargs)` on `world` supervised local ranks; results by rank, or `RunFailed`."
     return LocalRun(fn, world, args, kwargs, layout, hang_timeout_s, group_timeout_s, timeout_s, heartbeat_s, workdir).wait()
 
