@@ -3,6 +3,8 @@
 - `valid_choices`: recomputing every control's valid options (run on every settled change of the pick), for a
   local pick and for a 384- and an 8,192-device topology;
 - a settled change of a degree with every view attached (picker, placement, schedule, estimate), per topology;
+- the dashboard's estimate of each run (with this machine's profile when the archive has one) beside its measured
+  step (median over steps, first left out, of the slowest rank's wall time): error %;
 - start -> first record and start -> done of a real run (`RunController` + `LocalLauncher`: supernode_nb.runtime.runner on
   supervised local processes started from a forkserver, never by fork), for a few layouts; `first_run` is the first
   run in a fresh process (the forkserver starts and imports torch, torch._dynamo and the runner once), the rest reuse it.
@@ -16,6 +18,15 @@ import argparse, json, os, platform, statistics, time
 
 def stats(xs):
     return {"median": statistics.median(xs), "min": min(xs), "max": max(xs), "n": len(xs)}
+
+
+def estimate_error(state, log) -> dict:
+    "The dashboard's estimate of the pick (profile='auto', as the live view shows it) beside the run's measured step."
+    from supernode_nb.ui.panels import estimate_for
+    est = estimate_for(state)
+    worst = sorted(max(r["wall_s"] for r in log.steps[s].values()) for s in log.complete_steps()[1:])
+    meas = worst[len(worst) // 2]
+    return {"estimate_s": est.step_time_s, "measured_s": meas, "error_pct": 100 * (est.step_time_s / meas - 1), "profile": est.profile}
 
 
 def main():
@@ -58,13 +69,15 @@ def main():
     runs = {"dp2": dict(world=2), "tp2 dp2": dict(world=4, tp=2), "dp2 pp2": dict(world=4, pp=2), "tiny-moe ep2 dp2": dict(model="tiny-moe", world=2, ep=2)}
     out["run"] = {}
     for name, kw in runs.items():
-        first, done = [], []
+        first, done, errs = [], [], []
         for _ in range(a.repeat):
             s = DashboardState(steps=a.steps, **kw)
             t = time.monotonic(); rc = RunController(s, LocalLauncher(), interval=0.02).start()
             assert rc.join(300) and s.status == "done", (name, s.status, s.failure)
             done.append(time.monotonic() - t); first.append(rc.first_record_s)
+            errs.append(estimate_error(s, rc.log))
         out["run"][name] = {"start_to_first_record_s": stats(first), "start_to_done_s": stats(done), "steps": a.steps,
+                            "estimate_vs_measured": errs[-1], "estimate_error_pct": stats([e["error_pct"] for e in errs]),
                             "load": os.getloadavg()}
     print(json.dumps(out, indent=1))
 
