@@ -7,7 +7,9 @@ the shared machine falls on all of them alike. Reported:
 - step time: median (and quartiles) over the interleaved samples; ratio ours / FSDP2 (goal <= 1.0), wall and CPU;
 - bytes held per rank: parameters + gradients + optimizer state (measured: the tensors each holds after a step) +
   peak activations (autograd's saved tensors of one micro-batch, the same model and batch for every variant);
-  ours also reports its measured peak of whole (gathered) parameters; FSDP2's is not observable on CPU;
+  "params" = the sharded (fp32 master) parameters + the peak of whole (gathered) parameters: ours measured in its
+  gather/free bookkeeping, FSDP2's sampled in hooks before/after each module's forward and before each block's
+  backward (the parameters that are plain tensors, not DTensors, at that moment);
 - 1/dp: our ZeRO-3 sharded states (fp32 master slice + gradient slice + AdamW moments) measured at dp = 1, 2, 4;
 - reshard="layer" (gather before each forward and backward, per micro-batch) vs "step" (gather once per step,
   keep until it ends): the trade-off of gathering per micro-batch or per step, at 4 micro-batches — on dp4 and in
@@ -41,7 +43,7 @@ def _batches(rank, steps, m, mbs=1):
 
 def _state_bytes(opt) -> int:
     return sum((t.to_local() if hasattr(t, "to_local") else t).numel() * t.element_size()
-               for s in opt.state.values() for t in s.values() if torch.is_tensor(t) and t.dim())
+               for s in opt.state.values() for t in s.values() if torch.is_tensor(t))   # moments and step counters, as ours counts
 
 
 def _worker(rank, world, steps=8, m=4, warmup=2):
@@ -59,6 +61,12 @@ def _worker(rank, world, steps=8, m=4, warmup=2):
     for b in fm.blocks: fully_shard(b, mesh=mesh)
     fully_shard(fm, mesh=mesh)
     variants["fsdp2"] = (fm, torch.optim.AdamW(fm.parameters(), lr=1e-3))
+    from torch.distributed.tensor import DTensor
+    whole = {"peak": 0}
+    def _whole(*_):   # FSDP2's unsharded parameters right now (plain tensors; sharded ones are DTensors)
+        whole["peak"] = max(whole["peak"], sum(p.numel() * p.element_size() for p in fm.parameters() if not isinstance(p, DTensor)))
+    for mod in [fm, *fm.blocks]: mod.register_forward_pre_hook(_whole); mod.register_forward_hook(_whole)
+    for b in fm.blocks: b.register_full_backward_pre_hook(_whole)
     data = _batches(rank, steps + warmup, m)
     wall = {k: [] for k in variants}; cpu = {k: [] for k in variants}; losses = {k: [] for k in variants}
     for s in range(steps + warmup):
@@ -76,7 +84,7 @@ def _worker(rank, world, steps=8, m=4, warmup=2):
         if hasattr(opt, "held_bytes"): held[name] = opt.held_bytes()
         else:   # FSDP2: the local shards of parameters and gradients (gradients as after a backward), AdamW moments
             p = sum(q.to_local().numel() * q.element_size() for q in model.parameters())
-            held[name] = {"params": p, "grads": p, "optimizer": _state_bytes(opt), "params_whole_peak": None}
+            held[name] = {"params": p + whole["peak"], "grads": p, "optimizer": _state_bytes(opt), "params_whole_peak": whole["peak"]}
     return {"rank": rank, "wall": wall, "cpu": cpu, "held": held, "losses": losses}
 
 
