@@ -24,6 +24,12 @@ CASES = [   # (id, model, world, config, optimizer, engine options)
     ("dp2-pp2-zero3-m4", "tiny-gpt", 4, dict(dp=2, pp=2, zero=3, micro_batch_size=1, global_batch_size=8), "sgd", {}),
     ("dp2-pp2-zero3-m4-keep-step", "tiny-gpt", 4, dict(dp=2, pp=2, zero=3, micro_batch_size=1, global_batch_size=8), "sgd",
      dict(reshard="step")),
+    ("dp2-pp2-zb-h1-zero3", "tiny-gpt", 4, dict(dp=2, pp=2, zero=3, schedule="zb-h1", micro_batch_size=1,
+                                                global_batch_size=8), "sgd", {}),
+    ("dp2-pp2-interleaved-zero2", "tiny-gpt", 4, dict(dp=2, pp=2, zero=2, schedule="interleaved", virtual_stages=2,
+                                                      micro_batch_size=1, global_batch_size=8), "sgd", {}),
+    ("dp2-zero3-recompute-full", "tiny-gpt", 2, dict(dp=2, zero=3, recompute="full", micro_batch_size=1,
+                                                     global_batch_size=4), "sgd", {}),
     ("cp2-dp2-zero3", "tiny-gpt", 4, dict(cp=2, dp=2, zero=3, micro_batch_size=1, global_batch_size=4), "sgd", {}),
     ("moe-ep2-dp2-zero3", "tiny-moe", 2, dict(dp=2, ep=2, zero=3, micro_batch_size=1, global_batch_size=4), "sgd", {}),
 ]
