@@ -88,7 +88,9 @@ def holdings(model: nn.Module | Sequence[nn.Module]) -> list[tuple[str, nn.Param
 
 # %% ../../nbs/30_parallel/37_checkpoint.ipynb #8d464542
 def _is_zero(opt) -> bool: return hasattr(opt, "shards") and hasattr(opt, "optim")
-def _sharded(opt) -> bool: return getattr(opt, "stage", 0) >= 2    # ZeRO-2/3: the fp32 master slices are the parameters' truth
+def _sharded(opt) -> bool:
+    "Are the optimizer's fp32 master slices the parameters' truth? ZeRO-2/3, and any ZeRO optimizer over bf16 parameters."
+    return _is_zero(opt) and (getattr(opt, "stage", 0) >= 2 or any(sh.param.dtype != sh.params[0].dtype for sh in opt.shards))
 
 def _zero_parts(opt, idx_of: dict[int, torch.Tensor]):
     "For a ZeroOptimizer: (shard, param, flat range of p, range within the shard slice) for every overlap."
@@ -408,7 +410,7 @@ def load_engine(directory, engine, step: int | None = None) -> LoadResult:
 # %% ../../nbs/30_parallel/37_checkpoint.ipynb #756f048f
 def param_digest(named) -> dict[str, str]:
     "Full name -> SHA-256 of the parameter's bytes: equal digests mean bit-identical tensors."
-    return {f: hashlib.sha256(p.detach().contiguous().numpy().tobytes()).hexdigest()[:20] if _readable(p)
+    return {f: hashlib.sha256(p.detach().contiguous().reshape(-1).view(torch.uint8).numpy().tobytes()).hexdigest()[:20] if _readable(p)
             else f"sharded {tuple(p.shape)}" for f, p in named}
 
 def _readable(p) -> bool: return p.numel() == 0 or p.untyped_storage().nbytes() > 0   # ZeRO-3 frees whole parameters between uses

@@ -278,7 +278,11 @@ def step(self: ZeroOptimizer):
         g = nn.functional.pad(g, (0, sh.size * sh.n - sh.numel)).div_(self.divisor)
         hs.append(self.comm.reduce_scatter(g, sh.axis, async_op=True))
     for sh, h in zip(self.shards, hs): sh.param.grad = h.wait()
-    self.optim.step()
+    self.optim.step(); self.refresh()
+
+@patch
+def refresh(self: ZeroOptimizer):
+    "All-gather the fp32 master slices into the parameters (after a step, or after loading the masters)."
     hs = [self.comm.all_gather(sh.param.detach(), sh.axis, async_op=True) for sh in self.shards]
     with torch.no_grad():
         for sh, h in zip(self.shards, hs):
