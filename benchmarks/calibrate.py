@@ -46,6 +46,7 @@ def main(argv=None):
     ap.add_argument("--steps", type=int, default=8)
     ap.add_argument("--skip", type=int, default=2)
     ap.add_argument("--quick", action="store_true", help="calibrate with --quick")
+    ap.add_argument("--probe", action="store_true", help="scale the profile by a speed probe before each run")
     ap.add_argument("--layouts", default=None, help=f"comma-separated names from: {', '.join(LAYOUTS)}")
     a = ap.parse_args(argv)
     L = resolve_layouts(a.layouts.split(",") if a.layouts else None)
@@ -53,7 +54,7 @@ def main(argv=None):
     prof = calibrate(quick=a.quick, progress=lambda s: print(s, file=sys.stderr, flush=True))
     t_cal = time.monotonic() - t0
     progress = lambda n, r, m: print(f"{n} #{r}: {m['step_s'] * 1e3:.1f} ms (load {m['load_avg']})", file=sys.stderr, flush=True)
-    df = local_check(L, prof, repeats=a.repeats, steps=a.steps, skip=a.skip, progress=progress)
+    df = local_check(L, prof, repeats=a.repeats, steps=a.steps, skip=a.skip, progress=progress, probe=a.probe)
     s = summary(df)
     ae = s.step_error_pct.abs()
     parts = df[df.part != "step"].copy()
@@ -66,8 +67,8 @@ def main(argv=None):
                        "sweep_s": round(time.monotonic() - t0, 1)},
            "settings": {"repeats": a.repeats, "steps": a.steps, "skip": a.skip, "threads_per_rank": 1,
                         "measured": "median over interleaved repeats of (median over steps of the slowest rank's wall; rank-mean parts)",
-                        "predicted_by": f"runtime.accuracy.predict from profile {df.attrs['profile']}, scaled by a speed probe "
-                                        "(the calibration's reference forward+backward timed again) before each run; "
+                        "predicted_by": f"runtime.accuracy.predict from profile {df.attrs['profile']}"
+                                        + (", scaled by a speed probe (the calibration's reference forward+backward timed again) before each run; " if a.probe else "; ")
                                         + ("costmodel.estimate(profile=...) beside it" if st.costmodel_s.notna().any() else "costmodel.estimate does not take a profile yet")},
            "profile": {k: v for k, v in prof.to_dict().items() if k not in ("detail", "links")} | {"links": prof.links},
            "summary": {"layouts": len(s), "step_abs_error_pct": {"median": _r(ae.median(), 1), "max": _r(ae.max(), 1)},
