@@ -47,9 +47,12 @@ def test_prediction_follows_the_measured_figures(prof):
     slow_hand = predict(TINY, base, dataclasses.replace(prof, links=links))
     assert slow_hand["bubble_s"] > p0["bubble_s"] + 1.0 and slow_hand["compute_s"] == p0["compute_s"]
     assert predict(TINY, P(pp=2, global_batch_size=8), prof)["compute_s"] == pytest.approx(2 * p0["compute_s"])
-    half = predict(TINY, P(dp=2, global_batch_size=8), dataclasses.replace(prof, shares={"2": 0.25}))
-    assert half["step_s"] > predict(TINY, P(dp=2, global_batch_size=8), dataclasses.replace(prof, shares={"2": 1.0}))["step_s"]
-    assert half["waiting_for_cores_s"] > 0 and half["comm_s"]["dp"] > half["waiting_for_cores_s"]   # booked where ranks wait
+    two = dataclasses.replace(prof, devices=2, shares={"2": 1.0, "4": 0.25})       # 4 ranks on 2 cores: a quarter each
+    dp4 = predict(TINY, P(dp=4, global_batch_size=8), two)
+    assert dp4["step_s"] > predict(TINY, P(dp=4, global_batch_size=8), dataclasses.replace(two, shares={"2": 1.0, "4": 0.5}))["step_s"]
+    assert dp4["waiting_for_cores_s"] > 0 and dp4["comm_s"]["dp"] > dp4["waiting_for_cores_s"]     # booked where ranks wait
+    slow2 = predict(TINY, P(dp=2, global_batch_size=8), dataclasses.replace(two, shares={"2": 0.5}))
+    assert slow2["compute_s"] == pytest.approx(2 * predict(TINY, P(dp=2, global_batch_size=8), two)["compute_s"])
 
 
 def test_calibration_is_measured_and_saved(prof, tmp_path, capsys):
