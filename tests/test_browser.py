@@ -18,7 +18,7 @@ ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-net
         "--disable-sync", "--no-first-run", "--disable-quic"]
 ARTIFACTS = ROOT / "artifacts"
 NOTEBOOK = Path(os.environ.get("SNB_BROWSER_NOTEBOOK", ROOT / "examples" / "dashboard.ipynb"))   # e.g. nbs/60_ui/62_widgets.ipynb
-STEPS = 20   # long enough (several seconds) that the kernel is sampled idle while the run streams
+STEPS = 60   # long enough (several seconds at ~0.1 s a step) that the kernel is sampled idle while the run streams
 
 # Outside CI a missing browser skips with the reason; in CI (.ci/run sets SNB_REQUIRE_BROWSER=1) it fails.
 if not os.path.exists(CHROMIUM) and os.environ.get("SNB_REQUIRE_BROWSER") == "1":

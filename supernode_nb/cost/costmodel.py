@@ -16,7 +16,6 @@ from .memory import (SCHEDULE_CODE, RECOMPUTE_CODE, DTYPE_BYTES, CATEGORIES, DDP
                                       activation_bytes_per_layer, in_flight, _counts, _memory)
 from .steptime import (AXIS_GROUPS, COMM_AXES, CAUSAL_EXECUTED, EFFICIENCY, FP32_TFLOPS, efficiency_for, peak_tflops,
                                         _analytic_links, _placement_links, _costs, _columns, _compute)
-from .localrates import (LocalCalibration, calibrate_local, fit_alpha_beta, measure_matmul_tflops, measure_copy_GBps)
 
 # %% auto #0
 __all__ = ['Estimate', 'resolve_dtype', 'estimate', 'compare_measured', 'cli_estimate']

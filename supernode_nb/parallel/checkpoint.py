@@ -16,119 +16,13 @@ import torch.distributed as dist
 import torch.distributed.checkpoint as dcp
 from torch.distributed.checkpoint import FileSystemReader, FileSystemWriter
 from ..foundation.config import ModelSpec, ParallelConfig
+from .pieces import (CheckpointError, index_map, runs_of, expand_runs, piece_key, full_shapes,
+                                          holdings, _is_zero, _sharded, _zero_parts, _pieces)
 
 # %% auto #0
-__all__ = ['MANIFEST', 'LATEST', 'FORMAT', 'index_map', 'runs_of', 'expand_runs', 'piece_key', 'CheckpointError', 'full_shapes',
-           'holdings', 'step_dir', 'list_checkpoints', 'latest', 'read_manifest', 'verify', 'save', 'LoadResult',
-           'load', 'save_engine', 'load_engine', 'param_digest', 'add_checkpoint_args', 'checkpoint_spec',
+__all__ = ['MANIFEST', 'LATEST', 'FORMAT', 'step_dir', 'list_checkpoints', 'latest', 'read_manifest', 'verify', 'save',
+           'LoadResult', 'load', 'save_engine', 'load_engine', 'param_digest', 'add_checkpoint_args', 'checkpoint_spec',
            'resume_engine', 'maybe_save']
-
-# %% ../../nbs/30_parallel/37_checkpoint.ipynb #60a4b318
-def index_map(p: torch.Tensor, full_shape: Sequence[int]) -> torch.Tensor:
-    "Flat indices into the full tensor of the elements `p` holds (same shape as `p`)."
-    full = torch.arange(math.prod(full_shape), dtype=torch.int64).view(tuple(full_shape))
-    fn = getattr(p, "_shard", None)
-    name = getattr(p, "_full_name", "parameter")
-    try: idx = fn(full) if fn is not None else full
-    except (RuntimeError, ValueError, IndexError) as e:
-        raise ValueError(f"{name}: its shard function cannot cut the full shape {tuple(full_shape)}: {e}") from None
-    if tuple(idx.shape) != tuple(p.shape):
-        raise ValueError(f"{name}: shard of full shape {tuple(full_shape)} has shape "
-                         f"{tuple(idx.shape)}, the parameter {tuple(p.shape)}")
-    return idx
-
-def runs_of(idx: torch.Tensor) -> torch.Tensor:
-    "Run-length form of flat indices: (n, 2) int64 rows of (start, length), in order."
-    f = idx.reshape(-1).to(torch.int64)
-    if f.numel() == 0: return torch.zeros(0, 2, dtype=torch.int64)
-    brk = torch.nonzero(f[1:] - f[:-1] != 1).flatten() + 1
-    starts = torch.cat([torch.zeros(1, dtype=torch.int64), brk])
-    lens = torch.diff(torch.cat([starts, torch.tensor([f.numel()])]))
-    return torch.stack([f[starts], lens], 1)
-
-def expand_runs(runs: torch.Tensor) -> torch.Tensor:
-    "Flat indices back from `runs_of`."
-    if runs.numel() == 0: return torch.zeros(0, dtype=torch.int64)
-    s, n = runs[:, 0], runs[:, 1]
-    base = torch.repeat_interleave(s - torch.cumsum(n, 0) + n, n)
-    return base + torch.arange(int(n.sum()))
-
-def piece_key(fqn: str, runs: torch.Tensor) -> str:
-    "A stable name for the piece of `fqn` with these runs: equal pieces (data-parallel replicas) get equal keys."
-    return f"{fqn}@{hashlib.sha1(runs.contiguous().numpy().tobytes()).hexdigest()[:16]}"
-
-# %% ../../nbs/30_parallel/37_checkpoint.ipynb #378c4d0b
-class CheckpointError(RuntimeError):
-    "A checkpoint cannot be saved or loaded; the message names the folder or file and the reason."
-
-def full_shapes(spec: ModelSpec) -> dict[str, tuple]:
-    "Full name -> shape of every parameter of the unsharded model of `spec` (built on the meta device)."
-    from supernode_nb.parallel.model import GPT
-    with torch.device("meta"): m = GPT(spec)
-    return {n: tuple(p.shape) for n, p in m.named_parameters()}
-
-def _stage_name(module: nn.Module, name: str) -> str:
-    ids = getattr(module, "layer_ids", None)
-    m = re.match(r"blocks\.(\d+)\.(.*)", name)
-    return f"blocks.{ids[int(m.group(1))]}.{m.group(2)}" if ids is not None and m else name
-
-def holdings(model: nn.Module | Sequence[nn.Module]) -> list[tuple[str, nn.Parameter]]:
-    "(full name, parameter) of every distinct parameter in `model` (a module or a list of pipeline chunks)."
-    parts = list(model) if isinstance(model, (list, tuple)) else [model]
-    seen, out = set(), []
-    for m in parts:
-        for name, p in m.named_parameters():
-            if id(p) in seen: continue
-            seen.add(id(p))
-            out.append((getattr(p, "_full_name", None) or _stage_name(m, name), p))
-    names = [n for n, _ in out]
-    dup = sorted({n for n in names if names.count(n) > 1})
-    if dup: raise CheckpointError(f"two different parameters claim the full name(s) {', '.join(dup)}")
-    return out
-
-# %% ../../nbs/30_parallel/37_checkpoint.ipynb #8d464542
-def _is_zero(opt) -> bool: return hasattr(opt, "shards") and hasattr(opt, "optim")
-def _sharded(opt) -> bool:
-    "Are the optimizer's fp32 master slices the parameters' truth? ZeRO-2/3, and any ZeRO optimizer over bf16 parameters."
-    return _is_zero(opt) and (getattr(opt, "stage", 0) >= 2 or any(sh.param.dtype != sh.params[0].dtype for sh in opt.shards))
-
-def _zero_parts(opt, idx_of: dict[int, torch.Tensor]):
-    "For a ZeroOptimizer: (shard, param, flat range of p, range within the shard slice) for every overlap."
-    for sh in opt.shards:
-        lo, hi, off = sh.index * sh.size, (sh.index + 1) * sh.size, 0
-        for p in sh.params:
-            a, b = max(lo, off), min(hi, off + p.numel())
-            if a < b: yield sh, p, (a - off, b - off), (a - lo, b - lo)
-            off += p.numel()
-
-def _pieces(named, shapes: dict, optimizer=None) -> tuple[dict, dict]:
-    "The DCP state dict of this rank's pieces, and a summary {fqn: {'shape', 'dtype'}}."
-    sd, info, idx_of, fqn_of, key_of = {}, {}, {}, {}, {}
-    for fqn, p in named:
-        if fqn not in shapes: raise CheckpointError(f"parameter {fqn} is not in the model spec's parameters")
-        idx = index_map(p, shapes[fqn]); idx_of[id(p)], fqn_of[id(p)] = idx, fqn
-        runs = runs_of(idx); k = key_of[id(p)] = piece_key(fqn, runs)
-        sd[f"runs/{k}"] = runs
-        if not _sharded(optimizer): sd[f"param/{k}"] = p.detach().reshape(-1).clone()   # ZeRO-3: freed; saved below
-        info[fqn] = {"shape": list(shapes[fqn]), "dtype": "float32" if _sharded(optimizer) else str(p.dtype).removeprefix("torch.")}
-    if optimizer is None: return sd, info
-    if _is_zero(optimizer):
-        for sh, p, (a, b), (s, e) in _zero_parts(optimizer, idx_of):
-            fqn = fqn_of[id(p)]
-            runs = runs_of(idx_of[id(p)].reshape(-1)[a:b]); k = piece_key(fqn, runs); sd[f"runs/{k}"] = runs
-            if _sharded(optimizer): sd[f"param/{k}"] = sh.param.detach()[s:e].clone()      # this rank's slice only
-            for name, t in optimizer.optim.state.get(sh.param, {}).items():
-                if torch.is_tensor(t) and t.dim() == 0: sd[f"scalar/{name}/{fqn}"] = t.detach().clone()
-                elif torch.is_tensor(t): sd[f"optim/{name}/{k}"] = t.detach()[s:e].clone()
-        return sd, info
-    for fqn, p in named:
-        st, k = optimizer.state.get(p, {}), key_of[id(p)]
-        for name, t in st.items():
-            if not torch.is_tensor(t): continue
-            if t.dim() == 0: sd[f"scalar/{name}/{fqn}"] = t.detach().clone()
-            elif tuple(t.shape) == tuple(p.shape): sd[f"optim/{name}/{k}"] = t.detach().reshape(-1).clone()
-            else: raise CheckpointError(f"optimizer state {name!r} of {fqn} has shape {tuple(t.shape)}, not the parameter's {tuple(p.shape)}")
-    return sd, info
 
 # %% ../../nbs/30_parallel/37_checkpoint.ipynb #73676ba6
 MANIFEST, LATEST, FORMAT = "snb_checkpoint.json", "latest", 1

@@ -323,9 +323,16 @@ def stragglers(step_records: list[list[dict]],  # complete steps, oldest first: 
                threshold: float = 1.5,             # a rank slower than its peers' median by this factor is named
                window: int = 5,                    # the last `window` steps are scored
                key: str = "compute_s") -> list[dict]:
-    "The ranks whose compute over the last `window` steps is `threshold` × their peers' or more: rank, score, axis, peers."
+    "The ranks whose compute over the last `window` steps is `threshold` × their peers' or more: rank, score, axis, peers.\n    A rank that shares a group with a slower named rank is left out: its slowness is most likely waiting on that one."
     recent = list(step_records)[-window:]
     scores = straggler_scores(recent, key)
-    named = [{"rank": r, "score": round(s["score"], 3), "axis": s["axis"], "peers": s["peers"], "steps": len(recent)}
-             for r, s in scores.items() if s["score"] >= threshold]
-    return sorted(named, key=lambda d: -d["score"])
+    named = sorted(({"rank": r, "score": round(s["score"], 3), "axis": s["axis"], "peers": s["peers"], "steps": len(recent)}
+                    for r, s in scores.items() if s["score"] >= threshold), key=lambda d: -d["score"])
+    coords = {r["rank"]: r.get("coords") or {} for r in (recent[-1] if recent else [])}
+    return [d for i, d in enumerate(named) if not any(_one_axis_apart(coords, d["rank"], e["rank"]) for e in named[:i])]
+
+def _one_axis_apart(coords: dict, a: int, b: int) -> bool:
+    "Ranks `a` and `b` share a group of some axis (their coordinates differ on one axis at most): b's slowness can be a's wait."
+    ca, cb = coords.get(a), coords.get(b)
+    if not ca or not cb: return False
+    return sum(ca.get(k) != cb.get(k) for k in set(ca) | set(cb) if k in _CMP_AXES + ("pp",)) <= 1
