@@ -137,7 +137,8 @@ def stage() -> tuple[list, dict]:
         page, mod = page_of(p), module_of(nb)
         for c in nb["cells"]:
             if c["cell_type"] == "markdown":
-                c["source"] = link_names(src(c), idx, page)
+                up = "../" * page.count("/")                         # images/ is copied to the site's root
+                c["source"] = link_names(src(c), idx, page).replace("](../images/", f"]({up}images/")
         if mod:
             nb["cells"].append({"cell_type": "markdown", "metadata": {}, "source": api_markdown(mod)})
         stats["figures"] += plotly_to_html(nb)
@@ -155,7 +156,7 @@ def stage() -> tuple[list, dict]:
     assets = STAGE / "assets"; assets.mkdir()
     import plotly
     shutil.copy(Path(plotly.__file__).parent / "package_data" / "plotly.min.js", assets / "plotly.min.js")
-    for img in (ROOT / "images").glob("*.png") if (ROOT / "images").exists() else []:
+    for img in sorted((ROOT / "images").glob("*.*")) if (ROOT / "images").exists() else []:
         (STAGE / "images").mkdir(exist_ok=True); shutil.copy(img, STAGE / "images" / img.name)
     return nav, stats
 
