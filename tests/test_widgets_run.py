@@ -156,3 +156,22 @@ def test_fault_injected_from_the_dashboard_is_reported():
     assert s.status == "failed" and s.failure["rank"] == 1, s.failure
     assert "exited with code 3" in s.failure["message"], s.failure
     assert not _wait_gone(before)
+
+
+def test_dashboard_runs_on_the_cluster_it_starts():
+    "The run panel's 'run on' choice: the same dashboard run on ipyparallel engines it starts; close() stops them."
+    from supernode_nb.ui.widgets import Dashboard
+    from supernode_nb.runtime.cluster import ClusterLauncher
+    before = set(descendants(os.getpid()))
+    d = Dashboard(world=2, steps=3, debounce=0, interval=0.05, warm=False)
+    d.run.where.where.value = "ipyparallel cluster"
+    d.run.start_btn.click()
+    assert isinstance(d.controller.launcher, ClusterLauncher) and d.controller.launcher.cluster.n == 2
+    assert d.controller.join(180) and d.state.status == "done", d.state.failure
+    assert d.controller.log.complete_steps() == [0, 1, 2]
+    local = Dashboard(world=2, steps=3, debounce=0, interval=0.05, warm=False)
+    local.run.start_btn.click(); assert local.controller.join(180) and local.state.status == "done"
+    assert d.controller.result["losses"] == pytest.approx(local.controller.result["losses"], rel=1e-6)   # same run, either launcher
+    d.close(); local.close()
+    assert d.run.where._cluster is None
+    assert not _wait_gone(before, timeout=20)

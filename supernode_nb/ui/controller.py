@@ -15,13 +15,14 @@ from ..runtime.spec import make_spec
 from ..runtime.supervise import LocalLauncher
 from ..runtime import runner
 from .dashstate import DashboardState, RunLog, classify_failure, synthetic_records
+from ..comm.flight import lines, flight_table
 
 # %% auto #0
 __all__ = ['failure_of', 'RunController', 'ReplayRun', 'ReplayLauncher']
 
 # %% ../../nbs/60_ui/64_controller.ipynb #6d4845ea
 def failure_of(report) -> dict:
-    "{'rank', 'layer', 'where', 'message'} of a `FaultReport`'s first culprit, as the run panel shows it."
+    "{'rank', 'layer', 'where', 'message', 'causes', 'flight_html'} of a `FaultReport`'s first culprit and the hang's explanation, as the run panel shows it."
     r = report.culprits[0] if report.culprits else min(report.ranks)
     st = report.ranks[r]
     if st.traceback: info = classify_failure(st.traceback, r)
@@ -29,7 +30,9 @@ def failure_of(report) -> dict:
         inf = st.inflight or {}
         info = dict(rank=r, layer="collective communication" if inf.get("in_comm") else "scheduling & orchestration",
                     where=inf.get("where") or "")
-    return dict(info, rank=r, message=st.line())
+    flights = {q: s.flight for q, s in report.ranks.items() if s.flight}
+    why = {"causes": lines(report.causes), "flight_html": flight_table(flights, report.causes) if flights and report.causes else ""}
+    return dict(info, rank=r, message=st.line(), **why)
 
 # %% ../../nbs/60_ui/64_controller.ipynb #7d526603
 class RunController:

@@ -77,7 +77,10 @@ def failure_html(f: dict) -> str:
             + (f'<b>rank {f["rank"]} failed</b>' if f.get("rank") is not None else "<b>the run failed</b> (no rank named)")
             + f' in the <b>{html.escape(str(f.get("layer")))}</b> layer'
             + (f' at <code>{html.escape(f.get("where", ""))}</code>' if f.get("where") else "")
-            + f'<br><code>{html.escape(str(f.get("message", "")))}</code></div>')
+            + f'<br><code>{html.escape(str(f.get("message", "")))}</code>'
+            + "".join(f'<br>cause: <code>{html.escape(c)}</code>' for c in f.get("causes") or [])
+            + (f'<details class="snb-flight" open><summary>the groups\' last collectives (flight recorder)</summary>{f["flight_html"]}</details>'
+               if f.get("flight_html") else "") + '</div>')
 
 # %% ../../nbs/60_ui/65_dashfigures.ipynb #9f02c43f
 def bubble_formula(p: int, m: int, v: int = 1) -> float:

@@ -14,6 +14,8 @@ from ..foundation.config import ConfigError
 from ..runtime.faults import FAULT_KINDS, FaultSpec
 from .dashstate import DashboardState, synthetic_records
 from .controller import RunController
+from ..runtime.supervise import LocalLauncher
+from ..runtime.cluster import Cluster, ClusterLauncher
 from .panels import (ErrorLog, kernel_dispatch, close_tree, replace_figure, _box, StrategyPicker, SuggestView,
                                     PlacementView, ScheduleView, EstimateView, estimate_for, _est_source)
 from .dashfigures import (bubble_formula, failure_html, live_figure, rank_table_html, update_live, _trace, _STATE_COLORS,
@@ -21,7 +23,7 @@ from .dashfigures import (bubble_formula, failure_html, live_figure, rank_table_
 from .figures import estimate_parts
 
 # %% auto #0
-__all__ = ['FaultControl', 'RunPanel', 'LiveView', 'DoctorView', 'Dashboard']
+__all__ = ['FaultControl', 'WhereControl', 'RunPanel', 'LiveView', 'DoctorView', 'Dashboard']
 
 # %% ../../nbs/60_ui/62_widgets.ipynb #b7e9ce32
 class FaultControl:
@@ -37,6 +39,32 @@ class FaultControl:
     def spec(self) -> FaultSpec | None:
         "The fault to rehearse, or None."
         return None if self.kind.value == "none" else FaultSpec(rank=self.rank.value, step=self.step.value, kind=self.kind.value)
+
+# %% ../../nbs/60_ui/62_widgets.ipynb #4d99ccc3
+class WhereControl:
+    "Where the next run goes: local processes, or an ipyparallel cluster the dashboard starts (from a profile, if given)."
+    CHOICES = ("local processes", "ipyparallel cluster")
+    def __init__(self):
+        self.where = W.Dropdown(options=self.CHOICES, value=self.CHOICES[0], description="run on", layout=W.Layout(width="250px"))
+        self.profile = W.Text(value="", placeholder="ipyparallel profile dir (optional: supernode-nb cluster-config)",
+                              layout=W.Layout(width="360px"))
+        self.where.add_class("snb-where")
+        self._cluster, self._key = None, None
+        self.widget = W.HBox([self.where, self.profile])
+
+    def launcher(self, world: int):
+        "The launcher for a run of `world` ranks; a cluster is started on first use and kept while world and profile stay."
+        if self.where.value == self.CHOICES[0]: return LocalLauncher()
+        key = (world, self.profile.value.strip())
+        if key != self._key:
+            self.close()
+            self._cluster, self._key = Cluster(world, **({"profile_dir": key[1]} if key[1] else {})), key
+        return ClusterLauncher(self._cluster)
+
+    def close(self):
+        "Stop the cluster this control started, if any."
+        if self._cluster is not None and self._cluster.client is not None: self._cluster.stop()
+        self._cluster, self._key = None, None
 
 # %% ../../nbs/60_ui/62_widgets.ipynb #65c7547e
 class RunPanel:
@@ -54,9 +82,9 @@ class RunPanel:
         self.start_btn.on_click(g(self.start)); self.stop_btn.on_click(g(self.stop))
         state.observe(g(self.sync), ["status", "rank_states", "failure", "message", "progress", "version", "stragglers"])
         self.on_start: list = []          # callbacks(controller) run after a start (the live view resets its figure)
-        self.fault = FaultControl(state)
+        self.fault, self.where = FaultControl(state), WhereControl()
         self.sync()
-        self.widget = _box(W.HBox([self.steps, self.start_btn, self.stop_btn, self.progress]), self.fault.widget, self.status,
+        self.widget = _box(W.HBox([self.steps, self.start_btn, self.stop_btn, self.progress]), self.where.widget, self.fault.widget, self.status,
                            self.failure, self.ranks, cls="snb-run")
 
 # %% ../../nbs/60_ui/62_widgets.ipynb #17a06a5f
@@ -67,6 +95,8 @@ def start(self: RunPanel, *_):
     except ConfigError as e:
         self.status.value = f'<span style="color:#cf222e">cannot start: {html.escape("; ".join(e.errors))}</span>'; return
     if self.ctl.running: return
+    if isinstance(self.ctl.launcher, (LocalLauncher, ClusterLauncher)):   # a launcher given to the Dashboard is kept
+        self.ctl.launcher = self.where.launcher(self.state.world)
     for f in self.on_start: f(self.ctl)
     try: self.ctl.start(fault=self.fault.spec())
     except (ConfigError, ValueError) as e:
@@ -195,4 +225,5 @@ class Dashboard:
     def close(self):
         "Stop a run and close every widget."
         self.controller.stop(); self.controller.join(10)
+        self.run.where.close()                   # a cluster the dashboard started
         close_tree(self.widget)
