@@ -44,9 +44,11 @@ nbtest:
 	$(BIN)/nbdev-test --n-workers 2 --timing --skip-folder-re '^([_.]|tutorials$$)'
 
 # tests/ (tests/test_readme_outputs.py re-runs nbs/index.ipynb and compares the outputs the README shows,
-# strictly), and nbval-lax over the tutorials and examples, whose outputs vary run to run
+# strictly), and nbval-lax over numbered copies of the tutorials and examples (nbval needs execution counts,
+# nbdev-clean removes them): cells marked NBVAL_CHECK_OUTPUT are compared, the rest must run
 pytest:
-	$(PY) -m pytest tests --nbval-lax nbs/tutorials $(wildcard examples/*.ipynb) -p no:cacheprovider --durations=15
+	$(PY) tools/nbval_copies.py nbs/tutorials $(wildcard examples/*.ipynb)
+	$(PY) -m pytest tests --nbval-lax .nbval -p no:cacheprovider --durations=15
 
 # The documentation site, offline, into _docs/ (MkDocs + mkdocs-jupyter; Quarto cannot be installed here)
 docs: setup
