@@ -119,8 +119,10 @@ def plotly_to_html(nb: dict) -> int:
             n += 1
             div = f"plotly-fig-{n}"
             spec = json.dumps({"data": fig.get("data", []), "layout": fig.get("layout", {}), "config": {"responsive": True}})
+            # the theme loads plotly.js (extra_javascript) at the end of the page: draw once the page has loaded
             o["data"] = {"text/html": f'<div id="{div}" class="plotly-graph-div" style="width:100%;min-height:360px"></div>'
-                                      f'<script>Plotly.newPlot("{div}", {spec}.data, {spec}.layout, {{"responsive": true}});</script>'}
+                                      f'<script>window.addEventListener("load", function () {{ var s = {spec}; '
+                                      f'Plotly.newPlot("{div}", s.data, s.layout, s.config); }});</script>'}
     return n
 
 
