@@ -23,8 +23,8 @@ STEPS = 60   # long enough (several seconds at ~0.1 s a step) that the kernel is
 # Outside CI a missing browser skips with the reason; in CI (.ci/run sets SNB_REQUIRE_BROWSER=1) it fails.
 if not os.path.exists(CHROMIUM) and os.environ.get("SNB_REQUIRE_BROWSER") == "1":
     raise RuntimeError(f"{CHROMIUM} is absent but SNB_REQUIRE_BROWSER=1: apt-get install -y chromium chromium-driver")
-pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM),
-                                reason=f"{CHROMIUM} is absent: apt-get install -y chromium chromium-driver (never `playwright install`)")
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(not os.path.exists(CHROMIUM),
+                                reason=f"{CHROMIUM} is absent: apt-get install -y chromium chromium-driver (never `playwright install`)")]
 
 
 def _free_port() -> int:

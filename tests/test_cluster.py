@@ -10,7 +10,7 @@ from supernode_nb.runtime.precheck import cli_precheck, precheck
 from supernode_nb.foundation.core import free_port
 from supernode_nb.foundation.layout import RankLayout
 
-pytestmark = pytest.mark.timeout(240)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
 FIG = {}
 
 

@@ -171,7 +171,7 @@ if __name__ == "__main__" and sys.argv[1:2] == ["--drive"]:
 # ---------------------------------------------------------------- the test (root namespace)
 import pytest
 
-pytestmark = pytest.mark.timeout(600)          # a 2-core machine under load 20 needs ~4 min; unloaded ~1.5
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]          # a 2-core machine under load 20 needs ~4 min; unloaded ~1.5
 
 
 def _ip(*args, check=True):

@@ -10,7 +10,7 @@ from supernode_nb.ui.controller import RunController
 from supernode_nb.runtime.supervise import LocalLauncher
 from procs import descendants
 
-pytestmark = pytest.mark.timeout(300)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
 
 
