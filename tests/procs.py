@@ -21,3 +21,9 @@ def cli(*args, timeout: float = 120, env: dict | None = None, input: str | None 
     import os, subprocess, sys
     return subprocess.run([sys.executable, "-m", "supernode_nb.cli", *map(str, args)], capture_output=True, text=True,
                           timeout=timeout, input=input, env={**os.environ, **(env or {})})
+
+
+def as_bytes(obj) -> bytes:
+    "`obj` saved with torch.save: a reference passed to forkserver ranks in one piece (tensors would each travel as a file descriptor)."
+    import io, torch
+    buf = io.BytesIO(); torch.save(obj, buf); return buf.getvalue()

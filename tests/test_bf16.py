@@ -14,24 +14,18 @@ from torch import nn
 from supernode_nb.foundation.config import get_model
 from supernode_nb.parallel.engine import reference_run, parity_worker
 from supernode_nb.runtime.launch import spawn
+from procs import as_bytes
 
 torch.optim.SGD([nn.Parameter(torch.zeros(1))], lr=0.1)   # import torch._dynamo once, before starting ranks
 LOSS_RTOL, ABS = 5e-4, 2.0 ** -7
 
 
-def _parity(rank, world, spec, cfg, ref_bytes, **kw):
-    "parity_worker with the reference passed as bytes (tensors in spawn arguments would each travel as a file descriptor)."
-    return parity_worker(rank, world, spec, cfg, torch.load(io.BytesIO(ref_bytes)), **kw)
-
-
-def _bytes(obj) -> bytes:
-    buf = io.BytesIO(); torch.save(obj, buf); return buf.getvalue()
 
 
 def _run(world, cfg, ref_dtype, model="tiny-gpt"):
     spec = get_model(model)
     ref = reference_run(spec, cfg, steps=3, optimizer="adamw", lr=1e-3, dtype=ref_dtype)
-    res = spawn(_parity, world, spec, cfg, _bytes(ref), steps=3, optimizer="adamw", lr=1e-3, timeout_s=300)
+    res = spawn(parity_worker, world, spec, cfg, as_bytes(ref), steps=3, optimizer="adamw", lr=1e-3, timeout_s=300)
     worst = {k: max(r[k] for r in res) for k in ("loss_err", "grad_max_abs", "param_max_abs")}
     print(f"\n{cfg} vs {ref_dtype} reference: {worst}")
     assert worst["loss_err"] <= LOSS_RTOL and worst["grad_max_abs"] <= ABS and worst["param_max_abs"] <= ABS, worst

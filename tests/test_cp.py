@@ -11,6 +11,7 @@ from supernode_nb.foundation.config import ConfigError, ParallelConfig, get_mode
 from supernode_nb.parallel.cp import cp_work
 from supernode_nb.parallel.engine import TOLERANCES, engine_check, parity_worker, reference_run
 from supernode_nb.runtime.launch import spawn
+from procs import as_bytes
 
 STEPS = 2
 
@@ -45,20 +46,13 @@ CASES = [  # (id, world, config)
 ]
 
 
-def _parity(rank, world, spec, cfg, ref_bytes, **kw):
-    "parity_worker with the reference passed as bytes (tensors in spawn arguments would each travel as a file descriptor)."
-    return parity_worker(rank, world, spec, cfg, torch.load(io.BytesIO(ref_bytes)), **kw)
-
-
-def _bytes(obj) -> bytes:
-    buf = io.BytesIO(); torch.save(obj, buf); return buf.getvalue()
 
 
 @pytest.mark.parametrize("name,world,cfg", CASES, ids=[c[0] for c in CASES])
 def test_engine_parity(name, world, cfg):
     spec, opt = get_model("tiny-gpt"), "sgd"
     ref = reference_run(spec, cfg, steps=STEPS, optimizer=opt, lr=0.1)
-    res = spawn(_parity, world, spec, cfg, _bytes(ref), steps=STEPS, optimizer=opt, lr=0.1, timeout_s=300)
+    res = spawn(parity_worker, world, spec, cfg, as_bytes(ref), steps=STEPS, optimizer=opt, lr=0.1, timeout_s=300)
     tol = TOLERANCES[opt]
     worst = {k: max(r[k] for r in res) for k in ("loss_err", "grad_max_abs", "param_max_abs", "grad_excess", "param_excess")}
     print(f"\n{name}: loss rel err {worst['loss_err']:.1e}, grad max |Δ| {worst['grad_max_abs']:.1e}, "

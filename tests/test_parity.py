@@ -15,6 +15,7 @@ import torch
 from supernode_nb.foundation.config import get_model
 from supernode_nb.parallel.engine import reference_run, parity_worker, TOLERANCES
 from supernode_nb.runtime.launch import spawn
+from procs import as_bytes
 
 # (id, model, world, config, optimizer, extra kwargs)
 CASES = [
@@ -46,13 +47,7 @@ CASES = [
 LR = {"sgd": 0.1, "adamw": 1e-3}
 
 
-def _parity(rank, world, spec, cfg, ref_bytes, **kw):
-    "parity_worker with the reference passed as bytes (tensors in spawn arguments would each travel as a file descriptor)."
-    return parity_worker(rank, world, spec, cfg, torch.load(io.BytesIO(ref_bytes)), **kw)
 
-
-def _bytes(obj) -> bytes:
-    buf = io.BytesIO(); torch.save(obj, buf); return buf.getvalue()
 STEPS = 3
 
 
@@ -60,7 +55,7 @@ STEPS = 3
 def test_parity(name, model, world, cfg, opt, kw):
     spec = get_model(model)
     ref = reference_run(spec, cfg, steps=STEPS, optimizer=opt, lr=LR[opt], **kw)
-    res = spawn(_parity, world, spec, cfg, _bytes(ref), steps=STEPS, optimizer=opt, lr=LR[opt], timeout_s=240, **kw)
+    res = spawn(parity_worker, world, spec, cfg, as_bytes(ref), steps=STEPS, optimizer=opt, lr=LR[opt], timeout_s=240, **kw)
     tol = TOLERANCES[opt]
     worst = {k: max(r[k] for r in res) for k in ("loss_err", "grad_max_abs", "param_max_abs", "grad_excess", "param_excess")}
     print(f"\n{name}: loss rel err {worst['loss_err']:.1e}, grad max |Δ| {worst['grad_max_abs']:.1e}, "
