@@ -1,6 +1,7 @@
 """The run archive under concurrent writers and through the real `supernode-nb archive` command."""
 import json, multiprocessing as mp, os, sqlite3, subprocess, sys
 import pytest
+from procs import cli
 from supernode_nb.foundation.store import Archive, ArchiveError, _record_many
 from supernode_nb.foundation.config import MODEL_PRESETS, ParallelConfig
 
@@ -29,8 +30,7 @@ def test_reader_while_writing(tmp_path):
 
 
 def _cli(*args, home):
-    env = dict(os.environ, SUPERNODE_NB_HOME=str(home))
-    return subprocess.run([sys.executable, "-m", "supernode_nb.cli", "archive", *args], capture_output=True, text=True, env=env, timeout=120)
+    return cli("archive", *args, env={"SUPERNODE_NB_HOME": str(home)})
 
 
 def test_cli_end_to_end(tmp_path):

@@ -9,8 +9,7 @@ from supernode_nb.cost.costmodel import estimate
 from supernode_nb.cost.planner import SearchSpace, _violations, _configs, enumerate_configs, plan
 
 
-def cli(*args, timeout=120):
-    return subprocess.run([sys.executable, "-m", "supernode_nb.cli", *args], capture_output=True, text=True, timeout=timeout)
+from procs import cli
 
 
 def test_estimate_preset_json_keys():

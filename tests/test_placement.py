@@ -14,11 +14,9 @@ from supernode_nb.foundation.topology import TOPOLOGY_PRESETS, SIZE_PARAM, get_t
 
 ROOT = Path(__file__).resolve().parent.parent
 # supernode_nb.cli has no `__main__` guard yet, so `python -m supernode_nb.cli` would do nothing: call main() instead.
-CLI = [sys.executable, "-c", "import sys; from supernode_nb.cli import main; sys.exit(main(sys.argv[1:]))"]
 
 
-def cli(*args, timeout=60):
-    return subprocess.run(CLI + list(args), cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+from procs import cli
 
 
 def test_place_json_shape():
