@@ -102,11 +102,10 @@ _S7_2 = "§7 在高带宽节点内链路充足的情况下，张量并行带来�
 FAST_RATIO = 4.0                         # inner/outer bandwidth ratio above which the outer network counts as limited
 
 def _network(s: Situation, use: set, avoid: dict) -> tuple[Step, int]:
-    lv = [l for l in s.topology.levels if l.scope in ("node", "domain")] or list(s.topology.levels)
     inner, outer = s.topology.levels[0], s.topology.levels[-1]
     fast = [l for l in s.topology.levels if l.bandwidth_GBps >= FAST_RATIO * outer.bandwidth_GBps]
     span = s.topology.domain_size if any(l.scope == "domain" for l in fast) else s.topology.devices_per_node
-    tp_max = min(span, s.model.heads or span, 8 if span <= 8 else span)
+    tp_max = min(span, s.model.heads or span)             # tp splits heads: never more than the model has
     ratio = inner.bandwidth_GBps / outer.bandwidth_GBps
     found = (f"{inner.name} {inner.bandwidth_GBps:g} GB/s inside, {outer.name} {outer.bandwidth_GBps:g} GB/s across "
              f"(×{ratio:.1f}); the fast links span {span} devices; planes: {', '.join(s.topology.planes)}.")
