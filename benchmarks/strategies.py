@@ -174,13 +174,13 @@ def bench_pp(worlds=(2, 4), m=8, rounds=15):
 
 # ------------------------------------------------------------------------------------------- measured bubble
 class _Sleep(torch.autograd.Function):
-    "An emulated accelerator kernel: the host waits t seconds (forward) / 2t (backward) without using a core."
+    "An emulated accelerator kernel: the host waits t seconds (forward) / back × t (backward) without using a core."
     @staticmethod
-    def forward(ctx, x, t):
-        ctx.t = t; time.sleep(t); return x.clone()
+    def forward(ctx, x, t, back=2.0):
+        ctx.t = back * t; time.sleep(t); return x.clone()
     @staticmethod
     def backward(ctx, g):
-        time.sleep(2 * ctx.t); return g, None
+        time.sleep(ctx.t); return g, None, None
 
 class _SleepLayer(nn.Module):
     def __init__(self, h, t):
@@ -190,7 +190,7 @@ class _SleepLayer(nn.Module):
 
 def _p2p_latency(comm, shape, n=30):
     "One-way time of one activation between neighbouring stages: half a ping-pong (median)."
-    t, ts, i, p = torch.zeros(shape), [], comm.index("pp"), comm.size("pp")
+    t, ts, i = torch.zeros(shape), [], comm.index("pp")
     for _ in range(n):
         dist.barrier(); t0 = time.perf_counter()
         if i == 0: comm.batch_p2p([("send", t, 1)], "pp"); comm.batch_p2p([("recv", t, 1)], "pp")
@@ -255,15 +255,6 @@ def bench_bubble(worlds=(2, 4), ms=tuple(range(1, 9)), repeats=3):
 
 
 # ------------------------------------------------------------------------------------------- zero bubble (ZB-H1)
-class _SleepIn(torch.autograd.Function):
-    "Emulated kernel on the activations: forward t, and t again for the input gradient."
-    @staticmethod
-    def forward(ctx, x, t):
-        ctx.t = t; time.sleep(t); return x.clone()
-    @staticmethod
-    def backward(ctx, g):
-        time.sleep(ctx.t); return g, None
-
 class _SleepW(torch.autograd.Function):
     "Emulated weight-gradient kernel: identity on the weight forward, t in its backward (runs wherever dW is computed)."
     @staticmethod
@@ -277,7 +268,7 @@ class _ZBLayer(nn.Module):
     "A layer of an emulated accelerator whose backward splits: forward t, input gradient t, weight gradient t."
     def __init__(self, h, t):
         super().__init__(); self.lin, self.t = nn.Linear(h, h), t
-    def forward(self, x): return _SleepIn.apply(nn.functional.linear(x, _SleepW.apply(self.lin.weight, self.t), self.lin.bias), self.t)
+    def forward(self, x): return _Sleep.apply(nn.functional.linear(x, _SleepW.apply(self.lin.weight, self.t), self.lin.bias), self.t, 1.0)   # input grad: t
 
 
 def _zb_stage(layers, h, t, seed):
