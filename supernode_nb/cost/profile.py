@@ -9,6 +9,7 @@ from __future__ import annotations
 import math, os, socket, statistics, time
 from dataclasses import dataclass, field, asdict, fields
 from .commcost import collective_time
+from fastcore.basics import patch
 
 # %% auto #0
 __all__ = ['MachineProfile', 'find_profile', 'error_band']
@@ -42,7 +43,8 @@ class MachineProfile:
         return cls(**{k: v for k, v in d.items() if k in known})
 
 # %% ../../nbs/10_cost/14_profile.ipynb #06f05911
-def _share(self, ranks_per_host: int = 1,   # ranks running on this host at once
+@patch
+def share(self: MachineProfile, ranks_per_host: int = 1,   # ranks running on this host at once
            measured: bool = True) -> float:   # use the measured share where there is one
     "Share of a core (or device) each of `ranks_per_host` ranks gets."
     n = int(ranks_per_host)
@@ -53,28 +55,30 @@ def _share(self, ranks_per_host: int = 1,   # ranks running on this host at once
         return float(self.shares[k]) * min(1.0, self.devices / n) / min(1.0, self.devices / int(k))
     return min(1.0, self.devices / n)
 
-def _rate(self, dtype: str = "fp32") -> float:
+@patch
+def rate(self: MachineProfile, dtype: str = "fp32") -> float:
     "TFLOP/s of one rank alone for `dtype` (fp32 when that dtype was not measured)."
     r = self.matmul_tflops.get(dtype) or self.matmul_tflops.get("fp32")
     if not r: raise ValueError(f"profile {self.name!r} has no matmul rate (measured: {', '.join(self.matmul_tflops) or 'none'})")
     return float(r)
 
-def _compute_s(self, flops: float,               # matmul FLOPs of the work
+@patch
+def compute_s(self: MachineProfile, flops: float,               # matmul FLOPs of the work
                dtype: str = "fp32",              # compute dtype (fp32, bf16, fp16)
                ranks_per_host: int = 1,          # ranks sharing this host's cores
                n_ops: int = 0) -> float:         # aten operators the work dispatches
     "Seconds one rank takes for `flops` matmul FLOPs in `n_ops` operators with `ranks_per_host` ranks on the host."
     return (flops / (self.rate(dtype) * 1e12) + n_ops * self.op_s) / self.share(ranks_per_host)
 
-MachineProfile.share, MachineProfile.rate, MachineProfile.compute_s = _share, _rate, _compute_s
-
 # %% ../../nbs/10_cost/14_profile.ipynb #5c998de0
-def _level(self, level: str) -> str:
+@patch
+def _level(self: MachineProfile, level: str) -> str:
     if level in self.links: return level
     if level in ("local", "node", "host") and self.links: return next(iter(self.links))
     raise KeyError(f"profile {self.name!r} has no link level {level!r} (measured: {', '.join(self.links) or 'none'})")
 
-def _link(self, group_size: int, op: str = "all", level: str = "local", ranks_per_host: int | None = None) -> tuple[float, float, str]:
+@patch
+def link(self: MachineProfile, group_size: int, op: str = "all", level: str = "local", ranks_per_host: int | None = None) -> tuple[float, float, str]:
     "(GB/s, latency s, which fit) for `op` on groups of `group_size` at `level`, `ranks_per_host` ranks on the host."
     lv = self._level(level); fits = self.links[lv]
     w = int(ranks_per_host or group_size)
@@ -85,7 +89,8 @@ def _link(self, group_size: int, op: str = "all", level: str = "local", ranks_pe
 
 _P2P = ("p2p", "send", "recv", "send_recv")
 
-def _collective_s(self, op: str,                   # all_reduce, all_gather, reduce_scatter, all_to_all, broadcast, send_recv, handoff
+@patch
+def collective_s(self: MachineProfile, op: str,                   # all_reduce, all_gather, reduce_scatter, all_to_all, broadcast, send_recv, handoff
                   nbytes: float,                   # bytes: the full array for all_gather, each rank's buffer otherwise
                   group_size: int,                 # ranks in the group
                   level: str = "local",            # link level the group spans ("local": this host)
@@ -97,27 +102,27 @@ def _collective_s(self, op: str,                   # all_reduce, all_gather, red
     bw, lat, _ = self.link(group_size, fit, level, ranks_per_host)
     return collective_time(priced, nbytes, 2 if priced == "send_recv" else group_size, bw, lat)[0]
 
-MachineProfile._level, MachineProfile.link, MachineProfile.collective_s = _level, _link, _collective_s
-
 # %% ../../nbs/10_cost/14_profile.ipynb #97cb5d94
-def _optimizer_s(self, params: float,            # parameters this rank updates
+@patch
+def optimizer_s(self: MachineProfile, params: float,            # parameters this rank updates
                  n_ops: int = 0,                 # aten operators of its optimizer step
                  ranks_per_host: int = 1) -> float:
     "Seconds of this rank's AdamW step: 28 B per parameter at the copy rate, plus `n_ops` × `opt_op_s`."
     return (28 * params / (self.memory_GBps * 1e9) + n_ops * self.opt_op_s) / self.share(ranks_per_host)
 
-def _executor_s(self, microbatches: int = 1, ranks_per_host: int = 1) -> float:
+@patch
+def executor_s(self: MachineProfile, microbatches: int = 1, ranks_per_host: int = 1) -> float:
     "Seconds of the executor's own work per step: `step_s` + `microbatches` × `microbatch_s`."
     return (self.step_s + microbatches * self.microbatch_s) / self.share(ranks_per_host)
 
-def _ep_dispatch_s(self, nbytes: float, group_size: int, level: str = "local", ranks_per_host: int | None = None) -> float:
+@patch
+def ep_dispatch_s(self: MachineProfile, nbytes: float, group_size: int, level: str = "local", ranks_per_host: int | None = None) -> float:
     "Seconds of one EP all_to_all of `nbytes` (even split) when the fullest expert gets `ep_imbalance` × the mean."
     return self.collective_s("all_to_all", nbytes * self.ep_imbalance, group_size, level, ranks_per_host)
 
-MachineProfile.optimizer_s, MachineProfile.executor_s, MachineProfile.ep_dispatch_s = _optimizer_s, _executor_s, _ep_dispatch_s
-
 # %% ../../nbs/10_cost/14_profile.ipynb #b2cadf5f
-def _scaled(self, k: float) -> "MachineProfile":
+@patch
+def scaled(self: MachineProfile, k: float) -> "MachineProfile":
     "This profile on a machine `k` times slower (k > 1) or faster: times × k, rates ÷ k."
     from dataclasses import replace
     links = {lv: {w: {op: [bw / k, lat * k] for op, (bw, lat) in fits.items()} for w, fits in ws.items()} for lv, ws in self.links.items()}
@@ -125,10 +130,9 @@ def _scaled(self, k: float) -> "MachineProfile":
                    memory_GBps=self.memory_GBps / k, microbatch_s=self.microbatch_s * k, step_s=self.step_s * k, links=links,
                    detail=dict(self.detail, slowdown=k))
 
-MachineProfile.scaled = _scaled
-
 # %% ../../nbs/10_cost/14_profile.ipynb #ea8b18e9
-def _topology(self, devices: int = 4):
+@patch
+def topology_for(self: MachineProfile, devices: int = 4):
     "The `local` topology with this profile's measured chip and innermost link (the preset's where unmeasured)."
     from dataclasses import replace
     from supernode_nb.foundation.topology import Topology, get_topology
@@ -141,8 +145,6 @@ def _topology(self, devices: int = 4):
         lvl = replace(lvl, bandwidth_GBps=bw, latency_s=lat, note=f"profile {self.name}: {src}")
     return Topology(f"local ({self.name})", chip, (lvl,), base.planes, devices_per_node=devices, nodes=1, vendor="cpu",
                     preset="local", sizes=dict(devices=devices))
-
-MachineProfile.topology_for = _topology
 
 # %% ../../nbs/10_cost/14_profile.ipynb #8be17b75
 def _archive(path):

@@ -22,11 +22,11 @@ from .ep import parallelize_ep, moe_layers
 from .pp import make_schedule, run_schedule, virtual_stage
 from .cp import parallelize_cp, cp_shard, cp_loss_fn, sync_cp_grads
 from .zero import DTYPES, data_parallel_optimizer
+from fastcore.basics import patch
 
 # %% auto #0
 __all__ = ['TOLERANCES', 'engine_check', 'local_comm', 'ParallelModel', 'parallelize', 'holdings', 'StepRecord',
-           'peak_memory_bytes', 'Engine', 'train_step', 'chrome_trace', 'merge_traces', 'reference_run', 'ref_bytes',
-           'parity_worker']
+           'peak_memory_bytes', 'Engine', 'merge_traces', 'reference_run', 'ref_bytes', 'parity_worker']
 
 # %% ../../nbs/30_parallel/36_engine.ipynb #9d434424
 def engine_check(spec: ModelSpec, cfg: ParallelConfig, world_size: int | None = None, backend: str = "gloo") -> list[str]:
@@ -162,10 +162,12 @@ class Engine:
         return f"Engine(rank {self.comm.rank}: {d}, {self.pm.num_params():,} params, {type(self.opt).__name__})"
 
 # %% ../../nbs/30_parallel/36_engine.ipynb #dac7f824
-def _span(self, name, t0, t1, step, **args):
+@patch
+def _span(self: Engine, name, t0, t1, step, **args):
     self.spans.append({"name": name, "start": t0, "end": t1, "step": step, **args})
 
-def train_step(self, step: int, on_grads: Callable | None = None) -> StepRecord:
+@patch
+def train_step(self: Engine, step: int, on_grads: Callable | None = None) -> StepRecord:
     "Run training step `step` on this rank; return its measured `StepRecord`."
     cfg, comm, pm, now = self.cfg, self.comm, self.pm, time.monotonic
     t0, n0 = now(), len(self.rec.records)
@@ -177,7 +179,7 @@ def train_step(self, step: int, on_grads: Callable | None = None) -> StepRecord:
     m = len(micro)
     moes = pm.moe_layers()
     for layer in moes: layer.aux_scale, layer.counts = 1.0 / m, torch.zeros_like(layer.counts)
-    t1 = now(); _span(self, "data", t0, t1, step)
+    t1 = now(); self._span("data", t0, t1, step)
     if self.schedule is None:                                    # no pipeline: a loop over micro-batches
         losses, bubble = [], 0.0
         for i, (x, y) in enumerate(micro):
@@ -186,13 +188,13 @@ def train_step(self, step: int, on_grads: Callable | None = None) -> StepRecord:
                 loss = pm.loss_fn(pm.chunks[0](x), y)
                 b = now(); (loss / m).backward()
             losses.append(float(loss.detach())); c = now()
-            _span(self, "F", a, b, step, microbatch=i); _span(self, "B", b, c, step, microbatch=i)
+            self._span("F", a, b, step, microbatch=i); self._span("B", b, c, step, microbatch=i)
     else:
         res = run_schedule(self.schedule, pm.chunks, comm, [x for x, _ in micro], [y for _, y in micro], pm.loss_fn,
                            pm.act_shape(), DTYPES[cfg.dtype], timer=now, grad_sync=self.ddp)
         losses, bubble = list(res.losses), res.bubble_s
         for e in res.timeline.events:
-            if e.kind in ("F", "B", "W"): _span(self, e.kind, e.start, e.end, step, microbatch=e.microbatch, chunk=e.chunk)
+            if e.kind in ("F", "B", "W"): self._span(e.kind, e.start, e.end, step, microbatch=e.microbatch, chunk=e.chunk)
     t2 = now()
     waits_fb = sum(r.wait_s for r in self.rec.records[n0:] if r.axis != "pp")
     compute = (t2 - t1) - bubble - waits_fb
@@ -202,7 +204,7 @@ def train_step(self, step: int, on_grads: Callable | None = None) -> StepRecord:
     if on_grads is not None: on_grads(self)
     t3 = now()
     self.opt.step(); self.opt.zero_grad(set_to_none=True)
-    t4 = now(); _span(self, "optimizer", t3, t4, step)
+    t4 = now(); self._span("optimizer", t3, t4, step)
     lt = torch.tensor([sum(losses) / m])
     comm.all_reduce(lt, "dp", op="avg") if comm.size("dp") > 1 else lt
     t5 = now()
@@ -219,10 +221,9 @@ def train_step(self, step: int, on_grads: Callable | None = None) -> StepRecord:
     self.records.append(rec)
     return rec
 
-Engine._span, Engine.train_step = _span, train_step
-
 # %% ../../nbs/30_parallel/36_engine.ipynb #0807f683
-def chrome_trace(self, pid: int | None = None) -> dict:
+@patch
+def chrome_trace(self: Engine, pid: int | None = None) -> dict:
     "This rank's compute spans and comm records as Chrome-trace JSON."
     pid = self.comm.rank if pid is None else pid
     tr = self.rec.to_chrome_trace(pid)
@@ -236,8 +237,6 @@ def chrome_trace(self, pid: int | None = None) -> dict:
 def merge_traces(traces: list[dict]) -> dict:
     "One Chrome trace from several ranks' traces."
     return {"traceEvents": [e for t in traces for e in t["traceEvents"]], "displayTimeUnit": "ms"}
-
-Engine.chrome_trace = chrome_trace
 
 # %% ../../nbs/30_parallel/36_engine.ipynb #9f1fb9aa
 TOLERANCES = {"sgd": dict(loss_rtol=1e-5, rtol=1e-4, atol=1e-5), "adamw": dict(loss_rtol=1e-4, rtol=1e-3, atol=1e-4)}
