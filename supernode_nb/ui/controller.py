@@ -28,7 +28,8 @@ def failure_of(report) -> dict:
     if st.traceback: info = classify_failure(st.traceback, r)
     else:
         inf = st.inflight or {}
-        info = dict(rank=r, layer="collective communication" if inf.get("in_comm") else "scheduling & orchestration",
+        in_comm = inf.get("in_comm") and st.state != "dead"   # a killed process is a process fault, wherever it was
+        info = dict(rank=r, layer="collective communication" if in_comm else "scheduling & orchestration",
                     where=inf.get("where") or "")
     flights = {q: s.flight for q, s in report.ranks.items() if s.flight}
     why = {"causes": lines(report.causes), "flight_html": flight_table(flights, report.causes) if flights and report.causes else ""}
