@@ -3,7 +3,7 @@
 Calibrates this machine into a profile (`runtime.calibrate.calibrate`: matmul rate, per-operator overhead, executor
 costs, share of a core per world size, gloo alpha-beta and hand-off latency per world x group size), then for every
 layout of `runtime.accuracy.LAYOUTS` (>= 12: dense and MoE, pp with m = 2..8, tp, dp, ZeRO-1, recompute, SP; tiny
-models, <= 8 ranks) predicts the step breakdown from the profile and measures it: medians over steps, then the
+models, <= 8 ranks) predicts the step breakdown with `costmodel.estimate(profile=...)` and measures it: medians over steps, then the
 median over `--repeats` interleaved repeats. Prints one JSON document: per layout predicted / measured step and
 parts (ms) and errors — predicted from the profile scaled to the machine's speed just before each run (a speed
 probe: the calibration's reference forward + backward timed again), and from the profile alone; median / max |step error|; median |error| per part; Kendall tau between predicted and
@@ -67,9 +67,8 @@ def main(argv=None):
                        "sweep_s": round(time.monotonic() - t0, 1)},
            "settings": {"repeats": a.repeats, "steps": a.steps, "skip": a.skip, "threads_per_rank": 1,
                         "measured": "median over interleaved repeats of (median over steps of the slowest rank's wall; rank-mean parts)",
-                        "predicted_by": f"runtime.accuracy.predict from profile {df.attrs['profile']}"
-                                        + (", scaled by a speed probe (the calibration's reference forward+backward timed again) before each run; " if a.probe else "; ")
-                                        + ("costmodel.estimate(profile=...) beside it" if st.costmodel_s.notna().any() else "costmodel.estimate does not take a profile yet")},
+                        "predicted_by": f"costmodel.estimate(profile={df.attrs['profile']}) via runtime.accuracy.predict"
+                                        + (", scaled by a speed probe (the calibration's reference forward+backward timed again) before each run" if a.probe else "")},
            "profile": {k: v for k, v in prof.to_dict().items() if k not in ("detail", "links")} | {"links": prof.links},
            "summary": {"layouts": len(s), "step_abs_error_pct": {"median": _r(ae.median(), 1), "max": _r(ae.max(), 1)},
                        "within_10pct": int((ae <= 10).sum()), "within_25pct": int((ae <= 25).sum()),
@@ -81,18 +80,13 @@ def main(argv=None):
                                       "kendall_tau": _r(kendall_tau(list(st.profile_only_s), list(st.measured_s)), 3),
                                       "note": "the profile as calibrated, without the speed probe before each run"}
     out["summary"]["slowdown_median"] = _r(st.slowdown.median(), 2)
-    if st.costmodel_s.notna().any():
-        ce = s.costmodel_step_error_pct.abs()
-        out["summary"]["costmodel"] = {"step_abs_error_pct": {"median": _r(ce.median(), 1), "max": _r(ce.max(), 1)},
-                                       "kendall_tau": _r(kendall_tau(list(st.costmodel_s), list(st.measured_s)), 3)}
     out["layouts"] = {}
     for name, g in df.groupby("layout", sort=False):
         r0 = g[g.part == "step"].iloc[0]
         out["layouts"][name] = {"model": r0.model, "world": int(r0.world), "load_avg": _r(r0.load_avg, 2), "step_spread_pct": _r(r0.step_spread_pct, 1),
                                 "slowdown": _r(r0.slowdown, 2),
                                 "parts": {r.part: {"predicted_ms": _r(r.predicted_s * 1e3), "measured_ms": _r(r.measured_s * 1e3),
-                                                   "error_pct": _r(r.error_pct, 1), "profile_only_ms": _r(r.profile_only_s * 1e3),
-                                                   "costmodel_ms": _r(r.costmodel_s * 1e3)}
+                                                   "error_pct": _r(r.error_pct, 1), "profile_only_ms": _r(r.profile_only_s * 1e3)}
                                           for r in g.itertuples()}}
     print(json.dumps(out, indent=1, ensure_ascii=False))
 

@@ -33,6 +33,10 @@ class MachineProfile:
     shares: dict = field(default_factory=dict)     # str(ranks on the host) -> share of a core each rank gets
     links: dict = field(default_factory=dict)      # level -> "ranks×group" -> op -> [GB/s, latency s]
     ep_imbalance: float = 1.0      # tokens of the fullest expert / the mean (all_to_all waits on the fullest)
+    region_s: float = 0.0          # seconds per checkpointed (recomputed) region beyond its operators: the checkpoint machinery
+    recompute_op_s: float = 0.0    # seconds per operator re-run in backward (its unpack hook included)
+    penalty_s: dict = field(default_factory=dict)  # str(ranks on the host) -> compute seconds lost per blocking collective
+    overlap: dict = field(default_factory=dict)    # str(ranks on the host) -> share of an async collective hidden by compute
     load_avg: float = 0.0          # 1-minute load average while measured (the machine may be shared)
     detail: dict = field(default_factory=dict)     # raw timings behind the figures
 
@@ -109,6 +113,28 @@ def optimizer_s(self: MachineProfile, params: float,            # parameters thi
                  ranks_per_host: int = 1) -> float:
     "Seconds of this rank's AdamW step: 28 B per parameter at the copy rate, plus `n_ops` × `opt_op_s`."
     return (28 * params / (self.memory_GBps * 1e9) + n_ops * self.opt_op_s) / self.share(ranks_per_host)
+
+@patch
+def recompute_s(self: MachineProfile, regions: float,           # checkpointed regions run (per micro-batch: layers under full recompute)
+                 ops: float,                     # operators they re-run in backward
+                 ranks_per_host: int = 1) -> float:
+    "Seconds activation recompute adds beyond its FLOPs: `regions` × `region_s` + `ops` × `recompute_op_s`."
+    return (regions * self.region_s + ops * self.recompute_op_s) / self.share(ranks_per_host)
+
+def _nearest(d: dict, n: int, default: float) -> float:
+    "The value of the key nearest to `n` in a str(int)-keyed dict (`default` when empty)."
+    if not d: return default
+    return float(d[min(d, key=lambda k: abs(int(k) - int(n)))])
+
+@patch
+def penalty(self: MachineProfile, ranks_per_host: int = 1) -> float:
+    "Compute seconds a rank loses per blocking collective (its comm threads waking and winding down on the same cores)."
+    return 0.0 if ranks_per_host <= 1 else _nearest(self.penalty_s, ranks_per_host, 0.0)
+
+@patch
+def hidden(self: MachineProfile, ranks_per_host: int = 1) -> float:
+    "Share of an async collective that compute beside it hides on this machine (1.0 when unmeasured: the preset's assumption)."
+    return _nearest(self.overlap, ranks_per_host, 1.0)
 
 @patch
 def executor_s(self: MachineProfile, microbatches: int = 1, ranks_per_host: int = 1) -> float:

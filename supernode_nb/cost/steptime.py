@@ -10,13 +10,14 @@ import numpy as np
 from ..foundation.config import ModelSpec, ParallelConfig
 from ..foundation.topology import Topology
 from .commcost import collective_time_array, hierarchical_time, _outer_index, _blocks
-from .memory import (_counts, _memory, step_flops, SCHEDULE_CODE, RECOMPUTE_CODE, DTYPE_BYTES, CATEGORIES)
+from .memory import (_counts, _memory, step_flops, SCHEDULE_CODE, RECOMPUTE_CODE, DTYPE_BYTES, CATEGORIES,
+                                     DDP_BUCKET_BYTES)
 
 # %% auto #0
 __all__ = ['AXIS_GROUPS', 'FP32_TFLOPS', 'FP32_RATIO_ASSUMED', 'EFFICIENCY', 'HBM_EFFICIENCY', 'BUS_EFFICIENCY',
            'ELEM_REPLICATED', 'CAUSAL_EXECUTED', 'OPS_PER_LAYER', 'KERNEL_GAP_S', 'SCORE_ELEMS', 'LOGIT_BYTES',
-           'EAGER_REPLICATED', 'EAGER_BACKWARD', 'ENGINE_OPS', 'COMM_AXES', 'peak_tflops', 'efficiency_for',
-           'engine_ops']
+           'EAGER_REPLICATED', 'EAGER_BACKWARD', 'ENGINE_OPS', 'COMM_AXES', 'ENGINE_BUCKET_BYTES', 'peak_tflops',
+           'efficiency_for', 'engine_ops', 'blocking_collectives', 'collectives_per_step']
 
 # %% ../../nbs/10_cost/16_steptime.ipynb #43197a2d
 AXIS_GROUPS = {"tp": "tp", "cp": "cp", "dp": "dp-cp", "pp": "pp", "ep": "ep", "edp": "edp"}   # axis -> layout group its collectives use
@@ -125,20 +126,23 @@ def _elementwise_bytes(model: ModelSpec, mbs, tp, cp, sp, w, fused: bool = True)
     return w * sbh * (rep / np.where(sp, tp, 1) + shard / np.asarray(tp))
 
 # %% ../../nbs/10_cost/16_steptime.ipynb #6ea83edb
-ENGINE_OPS = dict(layer=100, layer_recompute=64, expert=49.6, expert_recompute=31.5, stage=37,   # forward + backward
+ENGINE_OPS = dict(layer=100, layer_recompute=64, layer_selective=7, expert=49.6, expert_recompute=31.5, stage=37,   # fwd + bwd
                   opt_layer=108, opt_expert=32.6, opt_stage=47)                                 # AdamW (foreach=False)
 
 def engine_ops(model: ModelSpec,   # the model
                layers,             # layers on the stage
                ep=1,               # expert-parallel degree (experts per rank = experts / ep)
-               rc=0                # recompute code (2 = full)
+               rc=0                # recompute code (1 = selective, 2 = full)
               ) -> dict:
-    "Aten operators this engine dispatches for one micro-batch's forward + backward on a stage, and for its AdamW step."
+    "Aten operators this engine dispatches for one micro-batch's forward + backward on a stage (`recompute`: of them re-run"
+    "in backward, in `regions` checkpointed regions), and for its AdamW step."
     E = model.experts / np.asarray(ep) if model.is_moe else 0
-    full = np.asarray(rc) == 2
+    full, sel = np.asarray(rc) == 2, np.asarray(rc) == 1
     k = ENGINE_OPS
-    fb = layers * (k["layer"] + full * k["layer_recompute"] + E * (k["expert"] + full * k["expert_recompute"])) + k["stage"]
-    return dict(fwd_bwd=fb, optimizer=layers * (k["opt_layer"] + E * k["opt_expert"]) + k["opt_stage"])
+    rec = layers * (full * (k["layer_recompute"] + E * k["expert_recompute"]) + sel * k["layer_selective"])
+    fb = layers * (k["layer"] + E * k["expert"]) + k["stage"] + rec
+    return dict(fwd_bwd=fb, recompute=rec, regions=layers * (full | sel),
+                optimizer=layers * (k["opt_layer"] + E * k["opt_expert"]) + k["opt_stage"])
 
 # %% ../../nbs/10_cost/16_steptime.ipynb #af8472f1
 def _compute(model, C, c, mem, rate, hbm_GBps, o):
@@ -152,8 +156,10 @@ def _compute(model, C, c, mem, rate, hbm_GBps, o):
     mb_f = 3 * fwd_f + np.select([rc == 2, rc == 1], [Ls * (lin_f + core_f), Ls * (core_f + o.get("selective_mm", 0.0) * lin_f)], 0)
     n_ops = Ls * OPS_PER_LAYER * (3 + (rc == 2)) * (0.5 if o.get("fused", True) else 1.0)
     if o["profile"] is None: t_mm = mb_f / rate + n_ops * KERNEL_GAP_S
-    else: t_mm = _vec(lambda f, n, r: o["profile"].compute_s(f, dtype=o["dtype"], ranks_per_host=int(r), n_ops=int(n)))(
-            mb_f, engine_ops(model, Ls, C["ep"], rc)["fwd_bwd"], o["rph"])
+    else:
+        P, ops = o["profile"], engine_ops(model, Ls, C["ep"], rc)
+        t_mm = _vec(lambda f, n, g, k, r: P.compute_s(f, dtype=o["dtype"], ranks_per_host=int(r), n_ops=int(n)) + P.recompute_s(g, k, int(r)))(
+            mb_f, ops["fwd_bwd"] - ops["recompute"], ops["regions"], ops["recompute"], o["rph"])
     scores = 0 if flash else SCORE_ELEMS * w * mbs * model.heads * (s / cp) * s / tp   # unfused attention: softmax, dropout on b·a·s² scores
     bw = hbm_GBps * 1e9 * HBM_EFFICIENCY
     e_pass = (_elementwise_bytes(model, mbs, tp, cp, sp, w, o.get("fused", True)) + scores) / bw
@@ -165,6 +171,7 @@ def _compute(model, C, c, mem, rate, hbm_GBps, o):
 
 # %% ../../nbs/10_cost/16_steptime.ipynb #6cb56de7
 COMM_AXES = ("tp", "cp", "pp", "dp", "ep")
+ENGINE_BUCKET_BYTES = 1 << 20   # this package's engine reduces gradients in 1 MiB buckets (`parallel.engine.Engine`)
 
 def _vec(f):
     "`f` over numpy arrays, each distinct scalar argument tuple computed once."
@@ -215,8 +222,11 @@ def _comm(model, C, mem, links, t, o):
     ag3 = ct("all_gather", w * Pd, "dp", True) + ct("all_gather", w * Pe, "edp", True)     # ZeRO-3: many small gathers on the
     rs3 = ct("reduce_scatter", rw * Pd, "dp", True) + ct("reduce_scatter", rw * Pe, "edp", True)   # flat group, one NIC each
     hid = lambda x, win: np.maximum(0, x - o["dp_overlap"] * win)     # what the window's compute cannot hide
+    last = np.minimum(1.0, o["bucket"] / np.maximum(rw * (Pd + Pe), 1))   # the last bucket waits on the end of the backward
+    tail = lambda x, win: last * x + hid((1 - last) * x, win)
+    z1 = (tail(rs, t["t_bwd"]) + hid(ag, t["t_fwd"])) if o["profile"] is None else rs + ag   # this engine's ZeRO-1: after the backward
     out["dp"] = np.select([zero == 0, zero == 1, zero == 2],
-                          [hid(ar, t["t_bwd"]), hid(rs, t["t_bwd"]) + hid(ag, t["t_fwd"]), m * hid(rs, t["t_bwd"]) + hid(ag, t["t_fwd"])],
+                          [tail(ar, t["t_bwd"]), z1, m * tail(rs, t["t_bwd"]) + hid(ag, t["t_fwd"])],
                           m * (hid(ag3, t["t_fwd"]) + hid(ag3 * (1 + (rc == 2) * o.get("regather", True)) + rs3, t["t_bwd"])))
     out["ep"] = np.where((ep > 1) & model.is_moe, m * Ls * (4 + 2 * (rc == 2)) * ct("ep_dispatch", a2a, "ep"), 0)   # a profile adds its measured token imbalance
     return out
@@ -226,6 +236,28 @@ def _rph(topo: Topology, C: dict):
     "Ranks sharing one host (node)."
     return np.minimum(C["tp"] * C["cp"] * C["dp"] * C["pp"], topo.devices_per_node)
 
+def blocking_collectives(model: ModelSpec, C: dict, mem: dict) -> tuple:
+    "(per micro-batch, per step) blocking collectives this engine issues on the slowest (last) stage, as its recorder"
+    "counts them: tp's 4 per layer (+1 re-run under full recompute; an all-gather and a reduce-scatter each under SP, +1"
+    "at the loss's end), the vocabulary-parallel embedding's 1 (first stage) and loss's 3 (2 under SP); ep's split sizes"
+    "and 4 token exchanges per layer; cp's ring passes; pp's sends and receives; per step dp's buckets and the loss (its"
+    "broadcast from the last stage under pp), and SP's norm gradients."
+    tp, ep, cp, pp, v, sp = (C[k] for k in ("tp", "ep", "cp", "pp", "v", "sp"))
+    Ls, full = mem["Ls"], (C["rc"] == 2)
+    pairs = Ls * (4 + full)
+    n_mb = (np.where(tp > 1, np.where(sp, 2 * (pairs + 1 + (pp == 1)) + 2, pairs + (pp == 1) + 3), 0) + np.where((ep > 1) & model.is_moe, 5 * Ls, 0)
+            + np.where(cp > 1, 3 * Ls * (cp - 1) * (1 + full), 0) + np.where(pp > 1, 2 * v, 0)
+            + np.where(C["zero"] >= 3, 3 * Ls, 0) * (mem["D"] > 1))
+    nb = lambda P: np.maximum(np.ceil(P * C.get("rw", mem["w"]) / ENGINE_BUCKET_BYTES), 1)   # priced with a profile: this engine
+    buckets = np.where(mem["D"] > 1, nb(mem["Pd"]) + 1, 0) + np.where((mem["edp"] > 1) & (mem["Pe"] > 0), nb(mem["Pe"]), 0)
+    return n_mb, buckets + np.where((tp > 1) & sp, 1, 0) + (pp > 1)   # pp: the loss broadcast
+
+def collectives_per_step(model: ModelSpec, cfg: ParallelConfig) -> dict:
+    "{'per_microbatch', 'per_step', 'total'}: the blocking collectives `blocking_collectives` counts for one config."
+    C = _columns([cfg]); mem = _memory(model, C, _counts(model), True, DTYPE_BYTES[getattr(cfg, "dtype", "fp32")])[2]
+    mb, st = (int(np.asarray(x).reshape(-1)[0]) for x in blocking_collectives(model, C, mem))
+    return {"per_microbatch": mb, "per_step": st, "total": cfg.num_microbatches * mb + st}
+
 def _costs(model: ModelSpec, C: dict, topo: Topology, links: dict, efficiency, dp_overlap: float = 1.0, allow_uneven: bool = False, *,
            dtype: str = "bf16", profile=None, tp_overlap=False, flash=True, fused=True, selective_mm=0.0, zero3_regather=True) -> dict:
     "Memory (first and last stage, by category) and step time (by part) of the configurations in columns `C`."
@@ -234,23 +266,31 @@ def _costs(model: ModelSpec, C: dict, topo: Topology, links: dict, efficiency, d
     peak = peak_tflops(topo.chip, dtype)[0] * 1e12
     rate = peak * np.asarray(efficiency, dtype=float)
     hbm = topo.chip.hbm_GBps if profile is None else profile.memory_GBps
-    o = dict(dp_overlap=dp_overlap, tp_overlap=np.asarray(tp_overlap), profile=profile, dtype=dtype, rph=_rph(topo, C), flash=flash, fused=fused,
-             selective_mm=selective_mm, regather=zero3_regather,
+    rph = _rph(topo, C)
+    if profile is not None: dp_overlap = dp_overlap * _vec(lambda r: profile.hidden(int(r)))(rph)   # what this machine hides
+    o = dict(dp_overlap=dp_overlap, tp_overlap=np.asarray(tp_overlap), profile=profile, dtype=dtype, rph=rph, flash=flash, fused=fused,
+             selective_mm=selective_mm, regather=zero3_regather, bucket=DDP_BUCKET_BYTES if profile is None else ENGINE_BUCKET_BYTES,
              levels=[l.name for l in topo.levels])
     t = _compute(model, C, c, mem, rate, hbm, o)
     comm = _comm(model, C, mem, links, t, o)
     sc, pp, v, m = C["sched"], C["pp"], C["v"], mem["m"]
+    penalty = 0.0
+    if profile is not None:                                 # compute a rank loses after each blocking collective
+        n_mb, n_step = blocking_collectives(model, C, mem)
+        penalty = _vec(lambda r: profile.penalty(int(r)))(rph) * (m * n_mb + n_step)
     bubble = np.select([pp <= 1, sc == SCHEDULE_CODE["zb-h1"]], [0.0, (pp - 1) / 3 * t["t_mb"]], (pp - 1) / v * t["t_mb"])
     local = np.where(C["zero"] >= 1, mem["Pd"] / mem["D"] + mem["Pe"] / mem["edp"], mem["Pd"] + mem["Pe"])
     other = 28 * local / (hbm * 1e9 * HBM_EFFICIENCY) if profile is None else (
         _vec(lambda p, n, r: profile.optimizer_s(p, n_ops=int(n), ranks_per_host=int(r)))(local, engine_ops(model, mem["Ls"], C["ep"], C["rc"])["optimizer"], o["rph"])
         + _vec(lambda mm, r: profile.executor_s(int(mm), int(r)))(m, o["rph"]))
     tf, tl = sum(first.values()), sum(last.values())
-    step = m * t["t_mb"] + bubble + other + sum(comm.values())
+    compute = m * t["t_mb"] + penalty                       # ranks sharing cores are priced all busy (closer to the
+                                                            # runs than crediting a blocked rank's core to the others)
+    step = compute + bubble + other + sum(comm.values())
     world = C["tp"] * C["cp"] * C["dp"] * C["pp"]
     mf, _ = step_flops(model, C["gbs"])
     hf = mf + sum(np.where(C["rc"] == RECOMPUTE_CODE[r], step_flops(model, C["gbs"], r)[1] - mf, 0) for r in ("selective", "full"))
-    return dict(compute_s=m * t["t_mb"], bubble_s=bubble, other_s=other, comm=comm, step_time_s=step,
+    return dict(compute_s=compute, bubble_s=bubble, other_s=other, comm=comm, step_time_s=step,
                 memory=np.maximum(tf, tl), memory_first=tf, memory_last=tl,
                 memory_breakdown={k: np.where(tl > tf, last[k], first[k]) for k in CATEGORIES},
                 tokens_per_s=C["gbs"] * model.seq_len / step, tflops_per_device=mf / step / world / 1e12,

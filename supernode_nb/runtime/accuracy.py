@@ -1,4 +1,4 @@
-"""The estimate beside measured steps of the runtime on this machine: a dozen and more layouts (dense and MoE, pipelines with 1…8 micro-batches, tp, dp, ZeRO-1, recompute, SP) predicted from the machine profile, run with interleaved repeats, and compared part by part, with the rank correlation.
+"""The estimate beside measured steps of the runtime on this machine: a dozen and more layouts (dense and MoE, pipelines with 1…8 micro-batches, tp, dp, ZeRO-1, recompute, SP) predicted by `costmodel.estimate` from the machine profile, run with interleaved repeats, and compared part by part, with the rank correlation.
 
 Docs: https://supernode-nb.github.io/supernode_nb/40_runtime/accuracy.html.md"""
 
@@ -6,15 +6,13 @@ Docs: https://supernode-nb.github.io/supernode_nb/40_runtime/accuracy.html.md"""
 
 # %% ../../nbs/40_runtime/47_accuracy.ipynb #1198d5ac
 from __future__ import annotations
-import inspect, math, os, statistics
+import math, os, statistics
 from ..foundation.config import ModelSpec, ParallelConfig, get_model
 from ..cost.profile import MachineProfile
-from .calibrate import op_counts
 
 # %% auto #0
-__all__ = ['LAYOUTS', 'resolve_layouts', 'tp_collectives', 'ep_collectives', 'collective_counts_worker', 'predict',
-           'predict_costmodel', 'summarise', 'measure', 'compare', 'kendall_tau', 'local_check', 'summary',
-           'check_figure', 'scatter_figure', 'local_scaling', 'local_scaling_figure']
+__all__ = ['LAYOUTS', 'resolve_layouts', 'collective_counts_worker', 'predict', 'summarise', 'measure', 'compare', 'kendall_tau',
+           'local_check', 'summary', 'check_figure', 'scatter_figure', 'local_scaling', 'local_scaling_figure']
 
 # %% ../../nbs/40_runtime/47_accuracy.ipynb #fbec86ef
 _P = ParallelConfig
@@ -47,26 +45,9 @@ def resolve_layouts(layouts=None) -> dict[str, tuple[ModelSpec, ParallelConfig]]
         items = ((n, LAYOUTS[n]) for n in layouts)
     return {n: (get_model(m) if isinstance(m, str) else m, c) for n, (m, c) in items}
 
-# %% ../../nbs/40_runtime/47_accuracy.ipynb #ae9eaa60
-def tp_collectives(model: ModelSpec, cfg: ParallelConfig) -> list[tuple[str, float, int]]:
-    "TP collectives of the busiest (last) pipeline stage per micro-batch: [(op, count, bytes)] (per-step ones spread over m)."
-    if cfg.tp <= 1: return []
-    Ls, act = model.layers // cfg.pp, cfg.micro_batch_size * model.seq_len * model.hidden * 4
-    rc = Ls if cfg.recompute == "full" else 0                 # one collective (pair) re-run per layer
-    small = 2 * cfg.micro_batch_size * model.seq_len * 4      # the loss's max and sums
-    if cfg.sequence_parallel:
-        n = 4 * Ls + rc + 2
-        return [("all_gather", n, act), ("reduce_scatter", n, act), ("all_reduce", 2 + 1 / cfg.num_microbatches, small)]
-    return [("all_reduce", 4 * Ls + rc + (1 if cfg.pp == 1 else 0), act), ("all_reduce", 3, small)]
-
-def ep_collectives(model: ModelSpec, cfg: ParallelConfig) -> tuple[int, int]:
-    "EP all_to_alls of the busiest stage per micro-batch: (token exchanges, split-size exchanges); (0, 0) without EP."
-    Ls = model.layers // cfg.pp
-    return (4 * Ls, Ls) if model.is_moe and cfg.ep > 1 else (0, 0)
-
 # %% ../../nbs/40_runtime/47_accuracy.ipynb #2d41e1ad
 def collective_counts_worker(rank: int, world_size: int, model: dict, cfg: dict) -> dict | None:
-    "Worker: one training step of `cfg`; rank 0 returns {axis: {op: calls}} as its comm recorder saw them."
+    "Worker: one training step of `cfg`; the last rank (on the last pipeline stage) returns {axis: {op: calls}} as its comm recorder saw them."
     import torch
     from supernode_nb.foundation.layout import RankLayout
     from supernode_nb.comm.collectives import Comm, CommRecorder
@@ -78,84 +59,16 @@ def collective_counts_worker(rank: int, world_size: int, model: dict, cfg: dict)
     Engine(parallelize(spec, c, layout, rank, comm)).train_step(0)
     out: dict = {}
     for r in rec.records: out.setdefault(r.axis, {}); out[r.axis][r.op] = out[r.axis].get(r.op, 0) + 1
-    return out if rank == 0 else None
+    return out if rank == world_size - 1 else None
 
-# %% ../../nbs/40_runtime/47_accuracy.ipynb #01740692
-def _stage_mb(model, cfg, prof: MachineProfile, W: int) -> tuple[float, dict]:
-    "(seconds of one micro-batch's forward+backward on the busiest stage, its compute alone, on a dedicated core; counts)."
-    from supernode_nb.cost.costmodel import step_flops
-    n = op_counts(model, cfg.pp, cfg.ep, cfg.micro_batch_size, cfg.recompute)
-    flops = step_flops(model, cfg.micro_batch_size, cfg.recompute)[1] / (cfg.pp * cfg.tp)
-    ops = max(n["fwd_bwd"])
-    return prof.compute_s(flops, "fp32", 1, ops) + prof.microbatch_s, n
-
-def _comm_mb(model, cfg, prof, W):
-    "Seconds of TP and EP collectives of one micro-batch on the busiest stage."
-    tp = sum(k * prof.collective_s(op, S, cfg.tp, ranks_per_host=W) for op, k, S in tp_collectives(model, cfg))
-    a2a = cfg.micro_batch_size * model.seq_len * max(model.top_k, 1) * model.hidden * 4
-    big, splits = ep_collectives(model, cfg)
-    ep = big * prof.ep_dispatch_s(a2a, cfg.ep, ranks_per_host=W) + splits * prof.collective_s("all_to_all", 4 * model.experts, cfg.ep, ranks_per_host=W)
-    return tp, ep
-
-# %% ../../nbs/40_runtime/47_accuracy.ipynb #7439cf82
-def _dp_s(model, cfg, prof, W, params) -> float:
-    "Exposed gradient reduction of one step: the engine's buckets all-reduced, or ZeRO-1's reduce-scatter + all-gather."
-    D = cfg.dp * cfg.cp
-    if D <= 1: return 0.0
-    g = 4 * params
-    if cfg.zero >= 1:
-        return prof.collective_s("reduce_scatter", g, D, ranks_per_host=W) + prof.collective_s("all_gather", g, D, ranks_per_host=W)
-    from supernode_nb.parallel.engine import Engine
-    cap = inspect.signature(Engine.__init__).parameters["bucket_bytes"].default
-    full, rest = divmod(g, cap)
-    return full * prof.collective_s("all_reduce", cap, D, ranks_per_host=W) + (prof.collective_s("all_reduce", rest, D, ranks_per_host=W) if rest else 0.0)
-
-def _waiting_axis(cfg, comm) -> str:
-    "Where a rank's wait for a core shows in the runtime's breakdown: the pipeline's waits, else the busiest axis's."
-    if cfg.pp > 1: return "bubble"
-    for a in ("tp", "ep", "dp"):
-        if a in comm: return a
-    return "compute"
-
+# %% ../../nbs/40_runtime/47_accuracy.ipynb #6d8a72e9
 def predict(model: ModelSpec, cfg: ParallelConfig, prof: MachineProfile) -> dict:
-    "Predicted step on this machine from the profile: {step_s, compute_s, comm_s: {axis}, bubble_s, other_s}."
-    from supernode_nb.parallel.schedules import make_schedule, simulate
-    W, m, v = cfg.world_size, cfg.num_microbatches, cfg.virtual_stages
-    t_alone, n = _stage_mb(model, cfg, prof, W)                 # one rank alone on the host
-    run = prof.share(min(W, prof.devices))                       # speed while running beside the other busy cores
-    t_mb = t_alone / run
-    tp, ep = _comm_mb(model, cfg, prof, W)
-    comm = {a: m * t for a, t in (("tp", tp), ("ep", ep)) if t > 0}
-    bubble = 0.0
-    if cfg.pp > 1:
-        h = prof.collective_s("handoff", cfg.micro_batch_size * model.seq_len * model.hidden * 4, 2, ranks_per_host=W)
-        f = (t_mb + tp + ep) / (3 * v)
-        tl = simulate(make_schedule(cfg.schedule, cfg.pp, m, v), t_f=f, t_b=2 * f, t_comm=h)
-        bubble = tl.makespan - statistics.mean(tl.busy(k) for k in range(cfg.pp))
-    params = max(n["params"]) / cfg.tp / (cfg.ep if model.is_moe else 1)
-    dp = _dp_s(model, cfg, prof, W, params)
-    if dp: comm["dp"] = dp
-    loss = prof.collective_s("all_reduce", 4, cfg.dp, ranks_per_host=W)
-    work = prof.optimizer_s(params / (cfg.dp if cfg.zero >= 1 else 1), max(n["optimizer"]), 1) + prof.executor_s(0, 1)
-    other = work / run + loss
-    critical = m * t_mb + sum(comm.values()) + bubble + other    # every rank on a core of its own
-    cpu = (m * t_alone + work) / prof.share(W)                   # all ranks' work over the host's measured throughput
-    wait, where = max(0.0, cpu - critical), _waiting_axis(cfg, comm)
-    if where == "bubble": bubble += wait
-    elif where == "compute": t_mb += wait / m
-    else: comm[where] += wait
-    return dict(step_s=max(critical, cpu), compute_s=m * t_mb, comm_s=comm, bubble_s=bubble, other_s=other, share=prof.share(W),
-                waiting_for_cores_s=wait, source=f"profile {prof.name} (runtime.accuracy.predict)")
-
-# %% ../../nbs/40_runtime/47_accuracy.ipynb #fd580a4f
-def predict_costmodel(model: ModelSpec, cfg: ParallelConfig, prof: MachineProfile) -> dict | None:
-    "The step `costmodel.estimate(..., profile=prof)` predicts, in `predict`'s shape; None while estimate takes no profile."
+    "The step `costmodel.estimate(..., profile=prof)` predicts on this machine, in the runtime's shape (pp waits in the bubble)."
     from supernode_nb.cost.costmodel import estimate
-    if "profile" not in inspect.signature(estimate).parameters: return None
     e = estimate(model, cfg, "local", profile=prof)
     b = e.breakdown
-    return dict(step_s=e.step_time_s, compute_s=b["compute_s"], comm_s={a: v for a, v in b["comm_s"].items() if v > 0},
-                bubble_s=b["bubble_s"], other_s=b["other_s"], source=f"costmodel.estimate(profile={prof.name})")
+    return dict(step_s=e.step_time_s, compute_s=b["compute_s"], comm_s={a: v for a, v in b["comm_s"].items() if v > 0 and a != "pp"},
+                bubble_s=b["bubble_s"] + b["comm_s"].get("pp", 0.0), other_s=b["other_s"], source=f"costmodel.estimate(profile={prof.name})")
 
 # %% ../../nbs/40_runtime/47_accuracy.ipynb #e4c7348e
 def summarise(result: dict, skip: int = 2) -> dict:
@@ -233,25 +146,24 @@ def local_check(layouts=None, prof: MachineProfile | None = None, repeats: int =
     rows = []
     for name, (model, cfg) in L.items():
         meas, k = _median_of(runs[name]), statistics.median(x["slowdown"] for x in runs[name])
-        pred, base, cm = predict(model, cfg, prof.scaled(k)), predict(model, cfg, prof), predict_costmodel(model, cfg, prof.scaled(k))
-        flat = lambda d: {r["part"]: r["predicted_s"] for r in compare(d, meas)} if d else {}
-        b, c = flat(base), flat(cm)
+        pred, base = predict(model, cfg, prof.scaled(k)), predict(model, cfg, prof)
+        b = {r["part"]: r["predicted_s"] for r in compare(base, meas)}
         for r in compare(pred, meas):
             rows.append(dict(layout=name, model=model.name, world=cfg.world_size, gbs=cfg.gbs, **r, profile_only_s=b.get(r["part"], math.nan),
-                             costmodel_s=c.get(r["part"], math.nan), slowdown=round(k, 2), load_avg=meas["load_avg"],
+                             slowdown=round(k, 2), load_avg=meas["load_avg"],
                              repeats=meas["repeats"], step_spread_pct=meas["step_spread_pct"]))
     df = pd.DataFrame(rows)
-    for col in ("profile_only", "costmodel"): df[f"{col}_error_pct"] = 100 * (df[f"{col}_s"] / df.measured_s - 1)
+    for col in ("profile_only",): df[f"{col}_error_pct"] = 100 * (df[f"{col}_s"] / df.measured_s - 1)
     df.attrs["profile"] = prof.name
     return df
 
 def summary(df):
-    "One row per layout: predicted and measured step (ms), step error % (probed; profile only; the cost model's), slowdown, spread, load."
+    "One row per layout: predicted and measured step (ms), step error % (probed; profile only), slowdown, spread, load."
     import pandas as pd
     st = df[df.part == "step"].set_index("layout")
     return pd.DataFrame({"world": st.world, "predicted_ms": (st.predicted_s * 1e3).round(1), "measured_ms": (st.measured_s * 1e3).round(1),
                          "step_error_pct": st.error_pct.round(1), "profile_only_error_pct": st.profile_only_error_pct.round(1),
-                         "costmodel_step_error_pct": st.costmodel_error_pct.round(1), "slowdown": st.slowdown,
+                         "slowdown": st.slowdown,
                          "step_spread_pct": st.step_spread_pct, "load_avg": st.load_avg})
 
 # %% ../../nbs/40_runtime/47_accuracy.ipynb #a2927afa

@@ -20,7 +20,8 @@ from ..cost.profile import MachineProfile
 
 # %% auto #0
 __all__ = ['count_ops', 'op_counts', 'matmul_tflops', 'copy_GBps', 'model_shapes', 'contention_worker', 'bench_links', 'fit_link',
-           'fit_latency', 'ep_imbalance', 'calibration_worker', 'calibrate', 'speed_probe', 'cli_calibrate']
+           'fit_latency', 'ep_imbalance', 'interference_worker', 'calibration_worker', 'calibrate', 'speed_probe',
+           'cli_calibrate']
 
 # %% ../../nbs/40_runtime/45_calibrate.ipynb #3168058c
 class _OpCounter(TorchDispatchMode):
@@ -112,13 +113,34 @@ def _process_figures(m: ModelSpec, rate: float, mem: float, samples: int, device
     flops = step_flops(m, 1)[0]
     op_s = max(t_fb - flops / (rate * 1e12), 0.0) / n["fwd_bwd"][0]
     opt_op_s = max(t_opt - 28 * params / (mem * 1e9), 0.0) / n["optimizer"][0]
-    return dict(op_s=op_s, opt_op_s=opt_op_s, step_s=t_data, microbatch_s=t_mb,
+    rc = _recompute_figures(m, gpt, fb, t_fb, n["fwd_bwd"][0], rate, samples)
+    return dict(op_s=op_s, opt_op_s=opt_op_s, step_s=t_data, microbatch_s=t_mb, region_s=rc.pop("region_s"),
+                recompute_op_s=rc.pop("recompute_op_s"),
                 detail=dict(fwd_bwd_s=t_fb, fwd_bwd_ops=n["fwd_bwd"][0], fwd_bwd_flops=flops, optimizer_s=t_opt,
-                            optimizer_ops=n["optimizer"][0], params=params))
+                            optimizer_ops=n["optimizer"][0], params=params, **rc))
+
+def _recompute_figures(m: ModelSpec, gpt, fb, t_fb: float, ops: int, rate: float, samples: int) -> dict:
+    "The checkpoint machinery's cost per region and per re-run operator: forward + backward timed under selective and full"
+    "recompute (one region per layer each; full re-runs the layer's operators and FLOPs, selective the attention core's)."
+    from supernode_nb.parallel.model import set_recompute
+    from supernode_nb.cost.costmodel import step_flops
+    extra = {}
+    try:
+        for mode in ("selective", "full"):
+            set_recompute(gpt, mode)
+            t = _block_median(fb, samples, 4)
+            flops = step_flops(m, 1, mode)[1] - step_flops(m, 1)[0]
+            extra[mode] = (max(t - t_fb - flops / (rate * 1e12), 0.0), op_counts(m, recompute=mode)["fwd_bwd"][0] - ops)
+    finally: set_recompute(gpt, "none")
+    (ts, ns), (tf, nf) = extra["selective"], extra["full"]
+    per_op = max((tf - ts) / (nf - ns), 0.0) if nf > ns else 0.0      # two regimes, one region each per layer: the
+    region = max((ts - ns * per_op) / m.layers, 0.0)                   # difference is the re-run operators
+    return dict(region_s=region, recompute_op_s=per_op, recompute_s={"selective": ts, "full": tf}, recompute_ops={"selective": ns, "full": nf})
 
 # %% ../../nbs/40_runtime/45_calibrate.ipynb #9419290d
-def contention_worker(rank: int, world_size: int, model: dict, rounds: int = 3, seconds: float = 0.3) -> float | None:
-    "Worker: share of a core per rank with all `world_size` ranks busy: forward + backward passes per second, together / alone."
+def contention_worker(rank: int, world_size: int, model: dict, rounds: int = 3, seconds: float = 0.3) -> dict | None:
+    "Worker: share of a core per rank with all `world_size` ranks busy (forward + backward passes per second, together /"
+    "alone), and the seconds of one pass on rank 0 alone — a spawned rank, as training runs (rank 0: {share, fwd_bwd_s})."
     import torch.distributed as dist
     torch.set_num_threads(1)
     _, fb = _fwd_bwd(ModelSpec(**model))
@@ -132,7 +154,8 @@ def contention_worker(rank: int, world_size: int, model: dict, rounds: int = 3, 
         if rank == 0: alone.append(busy())            # the others wait in the barrier (asleep: gloo does not spin)
         dist.barrier()
         t = torch.tensor([busy()]); dist.all_reduce(t); together.append(t.item() / world_size)
-    return min(1.0, statistics.median(together) / statistics.median(alone)) if rank == 0 else None
+    if rank != 0: return None
+    return {"share": min(1.0, statistics.median(together) / statistics.median(alone)), "fwd_bwd_s": 1 / statistics.median(alone)}
 
 # %% ../../nbs/40_runtime/45_calibrate.ipynb #633b7c71
 def _collective(c, op: str, x: torch.Tensor):
@@ -156,13 +179,20 @@ def _handoff(c, x, work, ts, ws):
         c.batch_p2p([("send", x, peer)], "bench")
 
 def bench_links(rank: int, world_size: int, sizes=(4 << 10, 64 << 10, 1 << 20), group_sizes=(2,),
-                ops=("all_reduce", "all_to_all", "send_recv", "handoff"), calls: int = 30, gap_ops: int = 60):
+                ops=("all_reduce", "all_to_all", "send_recv", "handoff"), calls: int = 30, gap_ops: int = 60,
+                model: dict | None = None):   # whose layer forward is the work between collectives (None: `gap_ops` small ops)
     "Worker: per group size × op × size, the mean time of collectives issued as training issues them; rows (rank 0)."
     import torch.distributed as dist
     from supernode_nb.comm.collectives import Comm
     torch.set_num_threads(1)
     rows, y = [], torch.ones(64, 64)
     work = lambda: [y.mul_(1.0) for _ in range(gap_ops)]
+    if model is not None:                               # a real layer between collectives, as in a tensor-parallel step
+        from supernode_nb.parallel.model import GPT
+        m = ModelSpec(**model)
+        block, xb = next(b for b in GPT(m, 0).modules() if type(b).__name__ == "Block"), torch.randn(1, m.seq_len, m.hidden)
+        def work():
+            with torch.no_grad(): block(xb)
     for g in group_sizes:
         groups = [list(range(s, s + g)) for s in range(0, world_size, g)]
         pgs = [dist.new_group(r) if g < world_size else dist.group.WORLD for r in groups]   # every rank makes every group
@@ -180,7 +210,7 @@ def bench_links(rank: int, world_size: int, sizes=(4 << 10, 64 << 10, 1 << 20), 
                 if op == "handoff":     # even ranks timed send → reply (two legs + the peer's work), odd ranks their work
                     t = torch.tensor([statistics.mean(ts) if ts else 0.0, statistics.mean(ws) if ws else 0.0]); dist.all_reduce(t)
                     t = (t[0:1] - t[1:2]) / world_size          # (Σ round trips − Σ work) / pairs / 2 legs
-                else: t = torch.tensor([statistics.mean(ts)]); dist.all_reduce(t); t /= world_size
+                else: t = torch.tensor([statistics.mean(ts)]); dist.all_reduce(t); t /= world_size   # mean: a run's steps pay the stalls too
                 S = x.numel() * 4 * (g if op == "all_gather" else 1)
                 rows.append({"op": op, "bytes": S, "group_size": g, "time_s": t.item()})
     return rows if rank == 0 else None
@@ -236,11 +266,47 @@ def _device_kind() -> str:
         return "npu" if torch.npu.is_available() else "cpu"
     except ImportError: return "cpu"
 
+def interference_worker(rank: int, world_size: int, model: dict, calls: int = 20, nbytes: int = 1 << 20) -> dict | None:
+    "Worker: what communicating costs the compute beside it. `penalty_s`: the time one layer's forward takes right after"
+    "a blocking all_reduce of its activations, less its time back to back (a rank that slept in a collective comes back"
+    "to cold caches and gloo's threads winding down); `overlap`: of an async all_reduce of `nbytes` and layer forwards"
+    "of about its length run together, the share of the shorter one hidden ((t_ar + t_work − t_both) / min)."
+    import torch.distributed as dist
+    from supernode_nb.comm.collectives import Comm
+    from supernode_nb.parallel.model import GPT
+    torch.set_num_threads(1)
+    m = ModelSpec(**model)
+    c = Comm(rank, world_size, {"bench": (list(range(world_size)), dist.group.WORLD)})
+    block = next(b for b in GPT(m, 0).modules() if type(b).__name__ == "Block")
+    x, small, big = torch.randn(1, m.seq_len, m.hidden), torch.ones(m.seq_len * m.hidden), torch.ones(nbytes // 4)
+    def work(k: int = 1):
+        with torch.no_grad():
+            for _ in range(k): block(x)
+    def timed(f):
+        t0 = time.perf_counter(); f(); return time.perf_counter() - t0
+    alone, after = [], []
+    for _ in range(3):                                   # alternate, so that drifting load falls on both alike
+        dist.barrier(); alone += [timed(work) for _ in range(calls)]
+        dist.barrier()
+        for _ in range(calls): after.append(timed(work)); c.all_reduce(small, "bench")
+    t_w1 = statistics.median(alone)
+    dist.barrier(); t_ar = statistics.median([timed(lambda: c.all_reduce(big, "bench")) for _ in range(5)])
+    k = max(1, round(t_ar / t_w1))                                  # work about as long as the all_reduce
+    dist.barrier(); t_w = statistics.median([timed(lambda: work(k)) for _ in range(5)])
+    def both():
+        h = c.all_reduce(big, "bench", async_op=True); work(k); h.wait()
+    dist.barrier(); t_both = statistics.median([timed(both) for _ in range(5)])
+    t = torch.tensor([statistics.median(after) - t_w1, (t_ar + t_w - t_both) / max(min(t_ar, t_w), 1e-9)])
+    dist.all_reduce(t); t /= world_size
+    return {"penalty_s": max(float(t[0]), 0.0), "overlap": min(max(float(t[1]), 0.0), 1.0)} if rank == 0 else None
+
 def calibration_worker(rank: int, world_size: int, model: dict, share_rounds: int = 3, **bench) -> dict | None:
-    "Worker: the share of a core with all ranks busy (on a CPU), then `bench_links` — one launch per world size."
-    share = contention_worker(rank, world_size, model, rounds=share_rounds) if share_rounds else None
+    "Worker: the share of a core with all ranks busy (on a CPU), what communicating costs the compute beside it, then"
+    "`bench_links` — one launch per world size."
+    cont = contention_worker(rank, world_size, model, rounds=share_rounds) if share_rounds else None
+    inter = interference_worker(rank, world_size, model, calls=max(bench.get("calls", 20), 8))
     rows = bench_links(rank, world_size, **bench)
-    return {"share": share, "rows": rows} if rank == 0 else None
+    return {"share": None, **(cont or {}), "rows": rows, **(inter or {})} if rank == 0 else None
 
 def _fit_rows(world: int, rows: list, group_sizes, ops) -> dict:
     "Fitted [GB/s, latency s] per op (and 'all' ops together) for each group size in a world of `world`."
@@ -288,7 +354,7 @@ def calibrate(quick: bool = False,              # 2 and 4 ranks, fewer sizes and
     gap_ops = max(1, round(proc["detail"]["fwd_bwd_s"] / (4 * m.layers + 1) / t_mul))   # a layer's work between two collectives
     devices = cores if kind == "cpu" else (torch.cuda.device_count() if kind == "cuda" else torch.npu.device_count())
     backend = {"cpu": "gloo", "cuda": "nccl", "npu": "hccl"}[kind]
-    shares, links, rows = {}, {}, []
+    shares, links, rows, penalty, overlap, in_rank = {}, {}, [], {}, {}, {}
     sizes = (4 << 10, 256 << 10) if quick else (4 << 10, 64 << 10, 1 << 20)
     ops = ("all_reduce", "all_to_all", "send_recv", "handoff") + (() if quick else ("all_gather", "reduce_scatter"))
     for w in worlds if kind == "cpu" or devices >= 2 else ():
@@ -296,15 +362,23 @@ def calibrate(quick: bool = False,              # 2 and 4 ranks, fewer sizes and
         r = spawn("supernode_nb.runtime.calibrate:calibration_worker", w, model=m.to_dict(), share_rounds=(2 if quick else 3) if kind == "cpu" else 0,
                   sizes=sizes, group_sizes=tuple(gs), ops=ops, calls=calls, gap_ops=gap_ops, backend=backend, timeout_s=120)[0]
         if r["share"] is not None: shares[str(w)] = r["share"]
+        if r.get("fwd_bwd_s"): in_rank[str(w)] = r["fwd_bwd_s"]
+        penalty[str(w)], overlap[str(w)] = r["penalty_s"], r["overlap"]
         fitted = _fit_rows(w, r["rows"], gs, ops)
         links.update(fitted); rows += [dict(x, world=w) for x in r["rows"]]
         phases[f"{w} ranks"] = round(time.monotonic() - t0 - sum(phases.values()), 1)
-        say(f"{w} ranks: share {shares.get(str(w))}, links {fitted}")
+        say(f"{w} ranks: share {shares.get(str(w))}, penalty {1e6 * penalty[str(w)]:.0f} µs per collective, "
+            f"overlap {overlap[str(w)]:.2f}, links {fitted}")
     level = "loopback" if kind == "cpu" else "node"
     host = socket.gethostname()
+    k = statistics.median(in_rank.values()) / proc["detail"]["fwd_bwd_s"] if in_rank else 1.0   # a rank alone vs this process
+    say(f"a spawned rank runs the reference forward + backward {k:.2f}× this process's time: per-operator figures scaled")
+    proc = dict(proc, op_s=proc["op_s"] * k, opt_op_s=proc["opt_op_s"] * k, microbatch_s=proc["microbatch_s"] * k, step_s=proc["step_s"] * k,
+                region_s=proc["region_s"] * k, recompute_op_s=proc["recompute_op_s"] * k, detail=dict(proc["detail"], rank_slowdown=k))
     return MachineProfile(name or f"{host}-{kind}", kind, host, time.time(), topology or ("local" if kind == "cpu" else f"local-{kind}"),
                           devices, rates, proc["op_s"], proc["opt_op_s"], mem, proc["microbatch_s"], proc["step_s"], shares,
-                          {level: links} if links else {}, ep_imbalance("tiny-moe", 2), round(os.getloadavg()[0], 2),
+                          {level: links} if links else {}, ep_imbalance("tiny-moe", 2), proc["region_s"], proc["recompute_op_s"],
+                          penalty, overlap, round(os.getloadavg()[0], 2),
                           dict(proc["detail"], model=m.name, link_rows=rows, seconds=round(time.monotonic() - t0, 1), phase_s=phases,
                                threads_per_rank=1, backend=backend, gap_ops=gap_ops))
 
