@@ -6,22 +6,19 @@ Docs: https://supernode-nb.github.io/supernode_nb/40_runtime/calibrate.html.md""
 
 # %% ../../nbs/40_runtime/45_calibrate.ipynb #b4e7b513
 from __future__ import annotations
-import math, os, socket, statistics, time
+import os, socket, statistics, time
 from dataclasses import replace
 from functools import lru_cache
-import numpy as np
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from ..foundation.core import Parser, emit
 from ..foundation.config import ModelSpec, get_model
-from ..cost.commbw import COLLECTIVES, coefficients
-from ..cost.commcost import collective_time
 from ..cost.profile import MachineProfile
+from .probes import _fwd_bwd, bench_links, contention_worker, fit_latency, fit_link, interference_worker
 
 # %% auto #0
-__all__ = ['count_ops', 'op_counts', 'matmul_tflops', 'copy_GBps', 'model_shapes', 'contention_worker', 'bench_links', 'fit_link',
-           'fit_latency', 'ep_imbalance', 'interference_worker', 'calibration_worker', 'calibrate', 'speed_probe',
-           'cli_calibrate']
+__all__ = ['count_ops', 'op_counts', 'matmul_tflops', 'copy_GBps', 'model_shapes', 'ep_imbalance', 'calibration_worker',
+           'calibrate', 'speed_probe', 'cli_calibrate']
 
 # %% ../../nbs/40_runtime/45_calibrate.ipynb #3168058c
 class _OpCounter(TorchDispatchMode):
@@ -89,15 +86,6 @@ def model_shapes(m: ModelSpec, tokens: int) -> list[tuple[int, int, int]]:
     return [(tokens, h, h + 2 * kv), (tokens, h, h), (tokens, h, f), (tokens, f, h), (tokens, h, m.vocab)]
 
 # %% ../../nbs/40_runtime/45_calibrate.ipynb #2d938b18
-def _fwd_bwd(model: ModelSpec, seed: int = 0, device: str = "cpu"):
-    "A forward + backward of one sequence through the whole model on `device` (the callable calibration times)."
-    from supernode_nb.parallel.model import GPT, loss_fn
-    torch.manual_seed(seed)
-    gpt = GPT(model, seed).to(device)
-    tok = torch.randint(0, model.vocab, (1, model.seq_len), device=device)
-    sync = torch.cuda.synchronize if device.startswith("cuda") else (lambda: None)
-    return gpt, (lambda: (loss_fn(gpt(tok), tok).backward(), sync()))
-
 def _process_figures(m: ModelSpec, rate: float, mem: float, samples: int, device: str = "cpu") -> dict:
     "Per-operator, optimizer, per-step and per-micro-batch costs of one process with one thread."
     from supernode_nb.parallel.data import global_batch, shard
@@ -137,114 +125,6 @@ def _recompute_figures(m: ModelSpec, gpt, fb, t_fb: float, ops: int, rate: float
     region = max((ts - ns * per_op) / m.layers, 0.0)                   # difference is the re-run operators
     return dict(region_s=region, recompute_op_s=per_op, recompute_s={"selective": ts, "full": tf}, recompute_ops={"selective": ns, "full": nf})
 
-# %% ../../nbs/40_runtime/45_calibrate.ipynb #9419290d
-def contention_worker(rank: int, world_size: int, model: dict, rounds: int = 3, seconds: float = 0.3) -> dict | None:
-    "Worker: share of a core per rank with all `world_size` ranks busy (forward + backward passes per second, together /"
-    "alone), and the seconds of one pass on rank 0 alone — a spawned rank, as training runs (rank 0: {share, fwd_bwd_s})."
-    import torch.distributed as dist
-    torch.set_num_threads(1)
-    _, fb = _fwd_bwd(ModelSpec(**model))
-    def busy():                                       # forward + backward for `seconds`: passes per second
-        n, t0 = 0, time.perf_counter()
-        while time.perf_counter() - t0 < seconds: fb(); n += 1
-        return n / (time.perf_counter() - t0)
-    fb(); alone, together = [], []
-    for _ in range(rounds):                           # alternate, so that other people's load drifts into both alike
-        dist.barrier()
-        if rank == 0: alone.append(busy())            # the others wait in the barrier (asleep: gloo does not spin)
-        dist.barrier()
-        t = torch.tensor([busy()]); dist.all_reduce(t); together.append(t.item() / world_size)
-    if rank != 0: return None
-    return {"share": min(1.0, statistics.median(together) / statistics.median(alone)), "fwd_bwd_s": 1 / statistics.median(alone)}
-
-# %% ../../nbs/40_runtime/45_calibrate.ipynb #633b7c71
-def _collective(c, op: str, x: torch.Tensor):
-    if op == "all_reduce": c.all_reduce(x, "bench")
-    elif op == "all_gather": c.all_gather(x, "bench")
-    elif op == "reduce_scatter": c.reduce_scatter(x, "bench")
-    elif op == "all_to_all": c.all_to_all(x, "bench")
-    elif op == "send_recv":                               # ring shift, as comm-bench times it
-        n, j = c.size("bench"), c.index("bench")
-        c.batch_p2p([("send", x, (j + 1) % n), ("recv", torch.empty_like(x), (j - 1) % n)], "bench")
-    else: raise ValueError(f"op {op!r} unknown; use all_reduce, all_gather, reduce_scatter, all_to_all, send_recv")
-
-def _handoff(c, x, work, ts, ws):
-    "One ping-pong: the even rank works, sends and waits for the reply; the odd rank waits, works, replies."
-    j = c.index("bench"); peer = j ^ 1
-    if j % 2 == 0:
-        work(); t0 = time.perf_counter()
-        c.batch_p2p([("send", x, peer)], "bench"); c.batch_p2p([("recv", x, peer)], "bench"); ts.append(time.perf_counter() - t0)
-    else:
-        c.batch_p2p([("recv", x, peer)], "bench"); t0 = time.perf_counter(); work(); ws.append(time.perf_counter() - t0)
-        c.batch_p2p([("send", x, peer)], "bench")
-
-def bench_links(rank: int, world_size: int, sizes=(4 << 10, 64 << 10, 1 << 20), group_sizes=(2,),
-                ops=("all_reduce", "all_to_all", "send_recv", "handoff"), calls: int = 30, gap_ops: int = 60,
-                model: dict | None = None):   # whose layer forward is the work between collectives (None: `gap_ops` small ops)
-    "Worker: per group size × op × size, the mean time of collectives issued as training issues them; rows (rank 0)."
-    import torch.distributed as dist
-    from supernode_nb.comm.collectives import Comm
-    torch.set_num_threads(1)
-    rows, y = [], torch.ones(64, 64)
-    work = lambda: [y.mul_(1.0) for _ in range(gap_ops)]
-    if model is not None:                               # a real layer between collectives, as in a tensor-parallel step
-        from supernode_nb.parallel.model import GPT
-        m = ModelSpec(**model)
-        block, xb = next(b for b in GPT(m, 0).modules() if type(b).__name__ == "Block"), torch.randn(1, m.seq_len, m.hidden)
-        def work():
-            with torch.no_grad(): block(xb)
-    for g in group_sizes:
-        groups = [list(range(s, s + g)) for s in range(0, world_size, g)]
-        pgs = [dist.new_group(r) if g < world_size else dist.group.WORLD for r in groups]   # every rank makes every group
-        c = Comm(rank, world_size, {"bench": (groups[rank // g], pgs[rank // g])})
-        for op in ops:
-            if op == "handoff" and g != 2: continue
-            for nbytes in sizes:
-                x, ts = torch.ones(max(g, nbytes // 4 // g * g)), []
-                def one():
-                    if op == "handoff": return _handoff(c, x, work, ts, ws)
-                    work(); t0 = time.perf_counter(); _collective(c, op, x); ts.append(time.perf_counter() - t0)
-                ws = []
-                dist.barrier(); one(); ts.clear(); ws.clear()
-                for _ in range(calls): one()
-                if op == "handoff":     # even ranks timed send → reply (two legs + the peer's work), odd ranks their work
-                    t = torch.tensor([statistics.mean(ts) if ts else 0.0, statistics.mean(ws) if ws else 0.0]); dist.all_reduce(t)
-                    t = (t[0:1] - t[1:2]) / world_size          # (Σ round trips − Σ work) / pairs / 2 legs
-                else: t = torch.tensor([statistics.mean(ts)]); dist.all_reduce(t); t /= world_size   # mean: a run's steps pay the stalls too
-                S = x.numel() * 4 * (g if op == "all_gather" else 1)
-                rows.append({"op": op, "bytes": S, "group_size": g, "time_s": t.item()})
-    return rows if rank == 0 else None
-
-# %% ../../nbs/40_runtime/45_calibrate.ipynb #fd45d85c
-def _algo(op, S, n, bw, lat): return collective_time(op, S, n, bw, lat)[1]
-
-def fit_link(records, rounds: int = 10) -> tuple[float, float]:
-    "(GB/s, latency s) that best explain `records` ({op, bytes, group_size, time_s}) under `commcost`'s algorithms."
-    rows = [("send_recv" if r["op"] in ("send_recv", "handoff") else r["op"], 2 if r["op"] in ("send_recv", "handoff") else int(r["group_size"]),
-             float(r["bytes"]), float(r["time_s"])) for r in records if int(r["group_size"]) > 1]
-    if len(rows) < 2: raise ValueError(f"need at least 2 timed records on groups > 1; got {len(rows)}")
-    t = np.array([x[3] for x in rows])
-    algos = [next(iter(COLLECTIVES[o][1])) for o, *_ in rows]          # the table's first (ring-like) to start
-    for _ in range(rounds):
-        A = np.array([[float(ca), float(cb) * S] for (o, n, S, _), a in zip(rows, algos) for ca, cb in [coefficients(o, a, n)]])
-        (alpha, beta), *_ = np.linalg.lstsq(A / t[:, None], np.ones(len(t)), rcond=None)   # relative errors
-        if beta <= 0: raise ValueError("the records do not determine a bandwidth (time does not grow with size)")
-        bw, lat = float(1 / beta / 1e9), float(max(alpha, 0.0))
-        new = [_algo(o, S, n, bw, lat) for o, n, S, _ in rows]
-        if new == algos: break
-        algos = new
-    return bw, lat
-
-def fit_latency(records, bandwidth_GBps: float = 1.0) -> tuple[float, float]:
-    "(GB/s, latency s): the latency alone at a given bandwidth, when noise hides how time grows with size."
-    lats = []
-    for r in records:
-        op, n = ("send_recv", 2) if r["op"] in ("send_recv", "handoff") else (r["op"], int(r["group_size"]))
-        ca, cb = coefficients(op, _algo(op, float(r["bytes"]), n, bandwidth_GBps, 1e-4), n)
-        lats.append(max(float(r["time_s"]) - cb * float(r["bytes"]) / (bandwidth_GBps * 1e9), 0.0) / ca)
-    if not lats: raise ValueError("no timed records on groups > 1")
-    return float(bandwidth_GBps), float(statistics.median(lats))
-
 # %% ../../nbs/40_runtime/45_calibrate.ipynb #47d0735a
 def ep_imbalance(model: ModelSpec | str = "tiny-moe", ep: int = 2, gbs: int = 8, seed: int = 0) -> float:
     "Tokens of the fullest of `ep` expert groups / the mean, for the runtime's batches routed by `model`'s routers."
@@ -265,40 +145,6 @@ def _device_kind() -> str:
         import torch_npu  # noqa: F401
         return "npu" if torch.npu.is_available() else "cpu"
     except ImportError: return "cpu"
-
-def interference_worker(rank: int, world_size: int, model: dict, calls: int = 20, nbytes: int = 1 << 20) -> dict | None:
-    "Worker: what communicating costs the compute beside it. `penalty_s`: the time one layer's forward takes right after"
-    "a blocking all_reduce of its activations, less its time back to back (a rank that slept in a collective comes back"
-    "to cold caches and gloo's threads winding down); `overlap`: of an async all_reduce of `nbytes` and layer forwards"
-    "of about its length run together, the share of the shorter one hidden ((t_ar + t_work − t_both) / min)."
-    import torch.distributed as dist
-    from supernode_nb.comm.collectives import Comm
-    from supernode_nb.parallel.model import GPT
-    torch.set_num_threads(1)
-    m = ModelSpec(**model)
-    c = Comm(rank, world_size, {"bench": (list(range(world_size)), dist.group.WORLD)})
-    block = next(b for b in GPT(m, 0).modules() if type(b).__name__ == "Block")
-    x, small, big = torch.randn(1, m.seq_len, m.hidden), torch.ones(m.seq_len * m.hidden), torch.ones(nbytes // 4)
-    def work(k: int = 1):
-        with torch.no_grad():
-            for _ in range(k): block(x)
-    def timed(f):
-        t0 = time.perf_counter(); f(); return time.perf_counter() - t0
-    alone, after = [], []
-    for _ in range(3):                                   # alternate, so that drifting load falls on both alike
-        dist.barrier(); alone += [timed(work) for _ in range(calls)]
-        dist.barrier()
-        for _ in range(calls): after.append(timed(work)); c.all_reduce(small, "bench")
-    t_w1 = statistics.median(alone)
-    dist.barrier(); t_ar = statistics.median([timed(lambda: c.all_reduce(big, "bench")) for _ in range(5)])
-    k = max(1, round(t_ar / t_w1))                                  # work about as long as the all_reduce
-    dist.barrier(); t_w = statistics.median([timed(lambda: work(k)) for _ in range(5)])
-    def both():
-        h = c.all_reduce(big, "bench", async_op=True); work(k); h.wait()
-    dist.barrier(); t_both = statistics.median([timed(both) for _ in range(5)])
-    t = torch.tensor([statistics.median(after) - t_w1, (t_ar + t_w - t_both) / max(min(t_ar, t_w), 1e-9)])
-    dist.all_reduce(t); t /= world_size
-    return {"penalty_s": max(float(t[0]), 0.0), "overlap": min(max(float(t[1]), 0.0), 1.0)} if rank == 0 else None
 
 def calibration_worker(rank: int, world_size: int, model: dict, share_rounds: int = 3, **bench) -> dict | None:
     "Worker: the share of a core with all ranks busy (on a CPU), what communicating costs the compute beside it, then"
