@@ -128,8 +128,10 @@ def _row(cfg: ParallelConfig, R, i) -> dict:
                 tokens_per_s=float(R["tokens_per_s"][i]), tokens_per_s_per_device=float(R["tokens_per_s"][i] / R["world"][i]),
                 step_time_s=float(R["step_time_s"][i]), mfu=float(R["mfu"][i]), memory_per_device_bytes=float(R["memory"][i]))
 
-def _family_reasons(fam: np.ndarray, inv: np.ndarray, valid, reasons: dict, fits, memory, breakdown: dict, limit) -> list[dict]:
-    "One line per family (tp, cp, pp, ep) without a plan that fits: the constraint its plans break, or its least memory."
+def _family_reasons(fam: np.ndarray, inv: np.ndarray, valid, reasons: dict, fits, memory, breakdown: dict, limit,
+                    in_memory=None, gaps: dict | None = None) -> list[dict]:
+    "One line per family (tp, cp, pp, ep) without a plan that fits: the constraint its plans break, what this engine"
+    "lacks to run the ones that fit in memory (with `gaps`), or its least memory."
     F = len(fam)
     failing = np.flatnonzero(np.bincount(inv, weights=fits, minlength=F) == 0)
     if not len(failing): return []
@@ -144,6 +146,9 @@ def _family_reasons(fam: np.ndarray, inv: np.ndarray, valid, reasons: dict, fits
     out = []
     for f in failing:
         if n_valid[f] == 0: reason = f"invalid: {names[int(counts[:, f].argmax())]}"
+        elif gaps and (m := np.flatnonzero((sub == f) & in_memory[rows])).size:      # fits in memory, not runnable
+            lack = max(gaps, key=lambda k: int(gaps[k][rows[m]].sum()))
+            reason = f"not runnable here: {lack}"
         else:
             i = least[f]
             big = max(CATEGORIES, key=lambda k: breakdown[k][i])
@@ -207,9 +212,13 @@ def plan(model: ModelSpec, topology: Topology | str, global_batch: int, space: S
     valid = (keep & ~bad).reshape(-1)
     mem, tps, world = flat(R["memory"]), flat(R["tokens_per_s"]), flat(R["world"])
     brk = np.stack([flat(R["memory_breakdown"][k]) for k in CATEGORIES])
-    fits = valid & (mem <= limit) & (runnable if runnable_only else True)
+    in_memory = valid & (mem <= limit)
+    fits = in_memory & (runnable if runnable_only else True)
     rejected = {f"invalid: {k}": int(v.sum()) for k, v in reasons.items() if v.any()}
-    oom = valid & ~fits
+    if runnable_only:                                    # fits in memory, but this engine cannot run it here
+        for k, v in gaps.items():
+            if (n := int((in_memory & v).sum())): rejected[f"not runnable here: {k}"] = n
+    oom = valid & ~in_memory
     if oom.any():
         big = np.argmax(brk[:, oom], axis=0)
         for j, k in enumerate(CATEGORIES):
@@ -220,7 +229,8 @@ def plan(model: ModelSpec, topology: Topology | str, global_batch: int, space: S
     fam, inv = np.unique(np.concatenate([S["tp"], S["cp"], S["pp"], S["ep"]], axis=1), axis=0, return_inverse=True)
     inv = np.broadcast_to(inv.reshape(-1, 1), shape).reshape(-1)[k_]
     families = _family_reasons(fam, inv, valid[k_], {k: v.reshape(-1)[k_] for k, v in reasons.items()}, fits[k_],
-                               res["memory"][k_], {k: v[k_] for k, v in res["memory_breakdown"].items()}, limit)
+                               res["memory"][k_], {k: v[k_] for k, v in res["memory_breakdown"].items()}, limit,
+                               in_memory[k_], {k: v[k_] for k, v in gaps.items()} if runnable_only else {})
     ok = np.flatnonzero(fits)
     order = _top(tps, mem, world, ok, top)
     lacks = lambda i: [k for k, v in gaps.items() if v[i]]

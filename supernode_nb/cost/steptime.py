@@ -43,10 +43,12 @@ def _analytic_links(topo: Topology, C: dict, order: str) -> dict:
     U = np.array([topo.devices_per_node if l.scope == "node" else topo.domain_size if l.scope == "domain" else 0 for l in topo.levels])
     bw = np.array([l.bandwidth_GBps for l in topo.levels]); lat = np.array([l.latency_s for l in topo.levels])
     out = {}
+    W = np.asarray(C["tp"]) * np.asarray(C["cp"]) * np.asarray(C["dp"]) * np.asarray(C["pp"])   # ranks on devices 0..W-1
     for ax, (d, n) in _strides(order, C).items():
         d, n = np.asarray(d, dtype=np.int64), np.asarray(n, dtype=np.int64)
-        lvl = np.full(np.broadcast(d, n).shape, len(U) - 1)
-        for j in range(len(U) - 2, -1, -1): lvl = np.where(U[j] % (d * n) == 0, j, lvl)
+        lvl = np.full(np.broadcast(d, n, W).shape, len(U) - 1)
+        for j in range(len(U) - 2, -1, -1):           # a group stays inside unit j when units tile its span, or all ranks fit in one
+            lvl = np.where((U[j] % (d * n) == 0) | ((U[j] > 0) & (W <= U[j])), j, lvl)
         uin = U[np.maximum(lvl - 1, 0)]
         k = np.where((lvl > 0) & (d < uin) & (uin % d == 0), uin // np.maximum(d, 1), 1)
         k = np.minimum(k, n); k = np.where(n % k == 0, k, 1)

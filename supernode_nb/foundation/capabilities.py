@@ -35,6 +35,8 @@ def engine_gaps(spec: ModelSpec,        # the model
     "What this engine does not implement for `cfg` on `backend`, one line each (empty: it can run it)."
     cap, out = ENGINE_CAPABILITIES[backend], []
     if cfg.cp > 1 and not cap["cp"]: out.append(f"cp={cfg.cp}: context parallelism is not implemented in the engine (use cp=1)")
+    if cfg.cp > 1 and cap["cp"] and spec.seq_len % (2 * cfg.cp):
+        out.append(f"seq_len={spec.seq_len} not divisible by 2·cp = {2 * cfg.cp}: the engine's ring attention gives each cp rank two chunks (one from each end)")
     if cfg.zero not in cap["zero"]: out.append(f"zero={cfg.zero}: the engine implements ZeRO {', '.join(map(str, cap['zero']))}")
     if cfg.schedule not in cap["schedules"]: out.append(f"schedule {cfg.schedule!r} is not implemented in the engine")
     if getattr(cfg, "dtype", "fp32") not in cap["dtypes"]: out.append(f"dtype {cfg.dtype} is not implemented on {backend}")
@@ -49,6 +51,7 @@ def engine_gap_columns(spec: ModelSpec, C: dict, backend: str = "gloo", schedule
     "Reason -> boolean array (broadcast over the columns `C`: tp, cp, pp, zero, sched codes) of what the engine lacks."
     cap = ENGINE_CAPABILITIES[backend]
     out = {"context parallelism (cp > 1) is not implemented": (C["cp"] > 1) & (not cap["cp"]),
+           "seq_len not divisible by 2·cp (two chunks per cp rank)": (C["cp"] > 1) & bool(cap["cp"]) & (spec.seq_len % (2 * np.asarray(C["cp"])) != 0),
            f"ZeRO stage not in {cap['zero']}": ~np.isin(C["zero"], cap["zero"]),
            f"dtype {dtype} not implemented on {backend}": np.full(np.shape(C["tp"]), dtype not in cap["dtypes"])}
     if schedule_names is not None:
