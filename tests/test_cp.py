@@ -39,18 +39,21 @@ def test_gpt_cp2(rope):
         assert abs(r["loss"] - r["ref"]) < 1e-5 and r["grad_err"] < 1e-5, r
 
 
-CASES = [  # (id, world, config)
-    ("cp2", 2, dict(cp=2, micro_batch_size=2, global_batch_size=4)),
-    ("cp2-pp2-zb-h1", 4, dict(cp=2, pp=2, schedule="zb-h1", micro_batch_size=1, global_batch_size=4)),
-    ("cp2-tp2-dp2-sp", 8, dict(cp=2, tp=2, dp=2, sequence_parallel=True, micro_batch_size=1, global_batch_size=4)),
+CASES = [  # (id, world, config, model)
+    ("cp2", 2, dict(cp=2, micro_batch_size=2, global_batch_size=4), "tiny-gpt"),
+    ("cp2-pp2-zb-h1", 4, dict(cp=2, pp=2, schedule="zb-h1", micro_batch_size=1, global_batch_size=4), "tiny-gpt"),
+    ("cp2-tp2-dp2-sp", 8, dict(cp=2, tp=2, dp=2, sequence_parallel=True, micro_batch_size=1, global_batch_size=4), "tiny-gpt"),
+    # MoE: experts over ep = cp; the load-balancing loss sees the whole sequence (counts summed over cp), as one process
+    ("cp2-ep2-moe", 2, dict(cp=2, ep=2, micro_batch_size=1, global_batch_size=4), "tiny-moe"),
+    ("cp2-moe", 2, dict(cp=2, micro_batch_size=1, global_batch_size=2), "tiny-moe"),
 ]
 
 
 
 
-@pytest.mark.parametrize("name,world,cfg", CASES, ids=[c[0] for c in CASES])
-def test_engine_parity(name, world, cfg):
-    spec, opt = get_model("tiny-gpt"), "sgd"
+@pytest.mark.parametrize("name,world,cfg,model", CASES, ids=[c[0] for c in CASES])
+def test_engine_parity(name, world, cfg, model):
+    spec, opt = get_model(model), "sgd"
     ref = reference_run(spec, cfg, steps=STEPS, optimizer=opt, lr=0.1)
     res = spawn(parity_worker, world, spec, cfg, as_bytes(ref), steps=STEPS, optimizer=opt, lr=0.1, timeout_s=300)
     tol = TOLERANCES[opt]

@@ -43,7 +43,7 @@ class ExpertParallelMoE(nn.Module):
         self.comm, self.ep, self.num_experts, self.top_k = comm, ep, E, moe.top_k
         self.local = E // ep
         self.first = i * self.local                                           # global id of my first expert
-        self.aux_coef, self.aux_scale = moe.aux_coef, moe.aux_scale
+        self.aux_coef, self.aux_scale, self.seq_group = moe.aux_coef, moe.aux_scale, moe.seq_group
         self.capacity_factor = capacity_factor if capacity_factor is not None else moe.capacity_factor
         self.sequence_parallel = sequence_parallel and comm.size("tp") > 1
         self.router = moe.router
@@ -60,7 +60,7 @@ class ExpertParallelMoE(nn.Module):
         if self.sequence_parallel: x = gather_from_sp(x, c, reduce_grads=False)   # (b, s/tp, h) -> (b, s, h)
         shape = x.shape
         t = x.reshape(-1, shape[-1])                                               # (n, h)
-        ids, gates, keep, counts, aux = route(self.router(t), self.top_k, self.capacity_factor)
+        ids, gates, keep, counts, aux = route(self.router(t), self.top_k, self.capacity_factor, self.seq_group)
         n, k = ids.shape
         sel = keep.flatten()
         eid = ids.flatten()[sel]

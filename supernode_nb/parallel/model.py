@@ -68,14 +68,19 @@ class MLP(nn.Module):
         return self.fc2(y)
 
 # %% ../../nbs/30_parallel/30_model.ipynb #88ae0356
-def route(logits: torch.Tensor, top_k: int, capacity_factor: float | None = None):
+def route(logits: torch.Tensor, top_k: int, capacity_factor: float | None = None,
+          group_sum=None):   # sums a tensor over the ranks that hold the rest of the sequence (cp); None: this rank has it all
     "Top-k routing of (n, E) router logits: `(expert ids (n, k), gates (n, k), keep (n, k) bool, counts (E,), aux loss)`."
     n, E = logits.shape
     probs = logits.float().softmax(-1)                                   # (n, E)
     topv, topi = probs.topk(top_k, dim=-1)                               # (n, k)
     gates = (topv / topv.sum(-1, keepdim=True)).to(logits.dtype)
     counts = torch.bincount(topi.flatten(), minlength=E)                 # assignments per expert, before dropping
-    aux = E * ((counts.float() / max(n * top_k, 1)) * probs.mean(0)).sum()
+    if group_sum is None: aux = E * ((counts.float() / max(n * top_k, 1)) * probs.mean(0)).sum()
+    else:                      # the sequence split over cp: the whole sequence's fractions, this rank's share of the sum
+        tot = group_sum(torch.cat([counts.float(), torch.tensor([float(n)])]))     # (E + 1,): counts and tokens, summed
+        cg, ng = tot[:-1], tot[-1].clamp(min=1)
+        aux = E * ((cg / (ng * top_k)) * probs.sum(0) / ng).sum()     # Σ over the group = the unsplit sequence's aux
     keep = torch.ones_like(topi, dtype=torch.bool)
     if capacity_factor is not None:
         cap = math.ceil(capacity_factor * n * top_k / E)
@@ -106,6 +111,7 @@ class MoE(nn.Module):
         self.router = nn.Linear(hidden, experts, bias=False)
         self.experts = nn.ModuleList(MLP(hidden, ffn_hidden, bias, gated) for _ in range(experts))
         self.aux_scale = 1.0
+        self.seq_group = None          # set under context parallelism: sums over the ranks holding the rest of the sequence
         self.last_counts = torch.zeros(experts, dtype=torch.long); self.counts = self.last_counts.clone()
         self.last_aux, self.last_dropped = 0.0, 0
 
@@ -117,7 +123,7 @@ class MoE(nn.Module):
     def forward(self, x):
         shape = x.shape
         t = x.reshape(-1, shape[-1])                                      # (b, s, h) -> (n, h)
-        ids, gates, keep, counts, aux = route(self.router(t), self.top_k, self.capacity_factor)
+        ids, gates, keep, counts, aux = route(self.router(t), self.top_k, self.capacity_factor, self.seq_group)
         out = torch.zeros_like(t)
         for e, expert in enumerate(self.experts):
             tok, slot = ((ids == e) & keep).nonzero(as_tuple=True)    # run even on no token: every expert gets a grad
