@@ -151,7 +151,7 @@ def calibration_worker(rank: int, world_size: int, model: dict, share_rounds: in
     "`bench_links` — one launch per world size."
     cont = contention_worker(rank, world_size, model, rounds=share_rounds) if share_rounds else None
     inter = interference_worker(rank, world_size, model, calls=max(bench.get("calls", 20), 8))
-    rows = bench_links(rank, world_size, **bench)
+    rows = bench_links(rank, world_size, model=model, **bench)
     return {"share": None, **(cont or {}), "rows": rows, **(inter or {})} if rank == 0 else None
 
 def _fit_rows(world: int, rows: list, group_sizes, ops) -> dict:
@@ -168,6 +168,18 @@ def _fit_rows(world: int, rows: list, group_sizes, ops) -> dict:
                 except ValueError: pass
         out[f"{world}×{g}"] = fits
     return out
+
+# %% ../../nbs/40_runtime/45_calibrate.ipynb #a5821835
+def _supervised_step_s(m: ModelSpec, proc: dict, mem: float, gbs: int = 4) -> dict:
+    "{'step_s', 'detail'}: a one-rank supervised run's time outside compute per step, less its optimizer and micro-batches."
+    from supernode_nb.foundation.config import ParallelConfig
+    from supernode_nb.runtime.accuracy import measure
+    cfg = ParallelConfig(global_batch_size=gbs)
+    meas = measure(m, cfg, steps=8, skip=2)
+    d = proc["detail"]
+    opt = 28 * d["params"] / (mem * 1e9) + d["optimizer_ops"] * proc["opt_op_s"]
+    step_s = max(meas["other_s"] - opt - cfg.num_microbatches * proc["microbatch_s"], proc["step_s"])
+    return {"step_s": step_s, "detail": dict(d, supervised_other_s=meas["other_s"], batch_step_s=proc["step_s"])}
 
 # %% ../../nbs/40_runtime/45_calibrate.ipynb #bbfd9ad9
 def calibrate(quick: bool = False,              # 2 and 4 ranks, fewer sizes and calls (< 15 s)
@@ -221,6 +233,9 @@ def calibrate(quick: bool = False,              # 2 and 4 ranks, fewer sizes and
     say(f"a spawned rank runs the reference forward + backward {k:.2f}× this process's time: per-operator figures scaled")
     proc = dict(proc, op_s=proc["op_s"] * k, opt_op_s=proc["opt_op_s"] * k, microbatch_s=proc["microbatch_s"] * k, step_s=proc["step_s"] * k,
                 region_s=proc["region_s"] * k, recompute_op_s=proc["recompute_op_s"] * k, detail=dict(proc["detail"], rank_slowdown=k))
+    if kind == "cpu":                                     # the per-step cost of a supervised rank, from one real run
+        proc = dict(proc, **_supervised_step_s(m, proc, mem))
+        say(f"a supervised rank pays {1e3 * proc['step_s']:.2f} ms per step beyond its optimizer and micro-batches")
     return MachineProfile(name or f"{host}-{kind}", kind, host, time.time(), topology or ("local" if kind == "cpu" else f"local-{kind}"),
                           devices, rates, proc["op_s"], proc["opt_op_s"], mem, proc["microbatch_s"], proc["step_s"], shares,
                           {level: links} if links else {}, ep_imbalance("tiny-moe", 2), proc["region_s"], proc["recompute_op_s"],
