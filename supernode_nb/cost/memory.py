@@ -11,7 +11,7 @@ from ..foundation.config import ModelSpec
 
 # %% auto #0
 __all__ = ['SCHEDULE_CODE', 'RECOMPUTE_CODE', 'DTYPE_BYTES', 'CATEGORIES', 'DDP_BUCKET_BYTES', 'step_flops',
-           'activation_bytes_per_layer', 'in_flight']
+           'activation_bytes_per_layer', 'engine_activation_bytes_per_layer', 'in_flight']
 
 # %% ../../nbs/10_cost/15_memory.ipynb #5b571358
 SCHEDULE_CODE = {"gpipe": 0, "1f1b": 1, "interleaved": 2, "zb-h1": 3}   # zb-h1: zero-bubble H1 (Qi et al. 2023)
@@ -59,6 +59,21 @@ def activation_bytes_per_layer(model: ModelSpec, micro_batch, tp=1, cp=1, sequen
     full = np.where(sp, 2 * sbh / t, 2 * sbh)   # the layer's input; sharded over tp under sequence parallelism
     return np.select([rc == 0, rc == 1], [none, sel], full) * model.bytes_per_param / 2
 
+# %% ../../nbs/10_cost/15_memory.ipynb #a2e70bac
+def engine_activation_bytes_per_layer(model: ModelSpec, micro_batch, tp=1, cp=1, sequence_parallel=False, recompute="none", w=4,
+                                      ep=1):   # expert-parallel degree: an expert-parallel MoE also keeps what it dispatched and received
+    "Bytes of activations one layer keeps per micro-batch in this package's engine (no dropout, SDPA attention); broadcastable."
+    rc = _code(recompute, RECOMPUTE_CODE, "recompute")
+    t, sp = np.asarray(tp, dtype=float), np.asarray(sequence_parallel, dtype=bool)
+    sbh = np.asarray(micro_batch) * model.seq_len / np.asarray(cp, dtype=float) * model.hidden
+    f = model.ffn_hidden / model.hidden
+    routed = (np.asarray(ep) > 1) | (t > 1)                  # parallel.ep's layer: sent and received copies of each assignment
+    mlp = max(model.top_k, 1) * (np.where(routed, 3, 2) + 2 * f) if model.is_moe else (3 if model.gated_mlp else 2) * f
+    rep = np.where(sp, 2 / t + 2, 4)                          # norms' inputs split under SP; the gathered inputs of qkv and fc1 are kept
+    none = sbh * (rep + (4 + mlp) / t)
+    full = sbh / np.where(sp, t, 1)
+    return np.where(np.asarray(rc) == 2, full, none) * np.asarray(w, dtype=float)
+
 # %% ../../nbs/10_cost/15_memory.ipynb #24fb03e9
 def in_flight(schedule, pp, m, v=1, stage: str = "first"):
     "Micro-batches whose activations a pipeline stage holds at peak (first or last stage); numpy-broadcastable."
@@ -74,7 +89,8 @@ def in_flight(schedule, pp, m, v=1, stage: str = "first"):
 CATEGORIES = ("parameters", "gradients", "optimizer", "activations", "comm_buffers")
 DDP_BUCKET_BYTES = 25 * 2**20   # torch DistributedDataParallel bucket_cap_mb default
 
-def _memory(model: ModelSpec, C: dict, c: dict, allow_uneven: bool, w=None):
+def _memory(model: ModelSpec, C: dict, c: dict, allow_uneven: bool, w=None,
+            engine: str = "megatron"):   # whose activations: "megatron" (Korthikanti) or "supernode_nb" (this package's engine)
     "Memory of the first and last stage by category, and the sizes the step time needs, for columns `C`."
     tp, cp, ep, dp, pp, v, mbs, zero, rc, sp, sched = (C[k] for k in ("tp", "cp", "ep", "dp", "pp", "v", "mbs", "zero", "rc", "sp", "sched"))
     m = C["gbs"] // (mbs * dp)
@@ -94,10 +110,15 @@ def _memory(model: ModelSpec, C: dict, c: dict, allow_uneven: bool, w=None):
     sl = model.seq_len / cp
     sbh = mbs * sl * model.hidden
     scale = np.asarray(w, dtype=float) / model.bytes_per_param   # activation_bytes_per_layer counts in the model's own dtype
-    act = scale * activation_bytes_per_layer(model, mbs, tp, cp, sp, rc)
-    work = np.where(rc == 2, scale * activation_bytes_per_layer(model, mbs, tp, cp, sp, np.zeros_like(rc)), 0)
+    if engine == "megatron":
+        act = scale * activation_bytes_per_layer(model, mbs, tp, cp, sp, rc)
+        work = np.where(rc == 2, scale * activation_bytes_per_layer(model, mbs, tp, cp, sp, np.zeros_like(rc)), 0)
+    elif engine == "supernode_nb":
+        act = engine_activation_bytes_per_layer(model, mbs, tp, cp, sp, rc, w, ep)
+        work = np.where(rc == 2, engine_activation_bytes_per_layer(model, mbs, tp, cp, sp, np.zeros_like(rc), w, ep), 0)
+    else: raise ValueError(f"engine {engine!r} unknown; use megatron or supernode_nb")
     spd = np.where(sp, tp, 1)
-    emb_act = sbh / spd * in_flight(sched, pp, m, v, "first")                      # embedding dropout mask (1 byte)
+    emb_act = (sbh / spd if engine == "megatron" else 0) * in_flight(sched, pp, m, v, "first")   # embedding dropout mask (1 byte)
     out_act = 4 * mbs * sl * model.vocab / tp + 2 * sbh * w / spd                   # fp32 logits + output layer input
     a2a = np.where((ep > 1) & model.is_moe, mbs * sl * max(model.top_k, 1) * model.hidden * w / tp, 0)
     buf = (np.where((D > 1) & (zero < 3), 2 * DDP_BUCKET_BYTES, 0) + np.where(zero >= 3, 2 * (c["dense"] + c["expert"] / ep) / tp * w, 0)

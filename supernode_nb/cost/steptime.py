@@ -264,7 +264,8 @@ def _costs(model: ModelSpec, C: dict, topo: Topology, links: dict, efficiency, d
            dtype: str = "bf16", profile=None, tp_overlap=False, flash=True, fused=True, selective_mm=0.0, zero3_regather=True) -> dict:
     "Memory (first and last stage, by category) and step time (by part) of the configurations in columns `C`."
     c, w = _counts(model), DTYPE_BYTES[dtype]
-    first, last, mem = _memory(model, C, c, allow_uneven, w)
+    engine = "supernode_nb" if profile is not None or getattr(topo, "preset", None) == "local" else "megatron"   # whose runtime
+    first, last, mem = _memory(model, C, c, allow_uneven, w, engine)
     peak = peak_tflops(topo.chip, dtype)[0] * 1e12
     rate = peak * np.asarray(efficiency, dtype=float)
     hbm = topo.chip.hbm_GBps if profile is None else profile.memory_GBps

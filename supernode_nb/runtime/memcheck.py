@@ -75,12 +75,16 @@ def compare_memory(cases: dict) -> "pd.DataFrame":
     "One row per case × category: measured bytes (fullest rank), the cost model's, error %; `cases` is name -> (model, config)."
     import pandas as pd
     from supernode_nb.cost.costmodel import estimate
+    from supernode_nb.cost.memory import engine_activation_bytes_per_layer, DTYPE_BYTES
     rows = []
     for name, (model, cfg) in cases.items():
         m = get_model(model) if isinstance(model, str) else model
         ranks = measure_memory(m, cfg)
         top = max(ranks, key=lambda r: sum(r[k] for k in CATS))
-        est = estimate(m, cfg, "local", profile=None, advise=False).memory_breakdown
+        est = dict(estimate(m, cfg, "local", profile=None, advise=False).memory_breakdown)
+        if cfg.recompute == "full":      # the estimate's peak adds one layer's working set while it is recomputed in backward;
+            est["activations"] -= float(engine_activation_bytes_per_layer(   # the hooks count what the forward saves
+                m, cfg.micro_batch_size, cfg.tp, cfg.cp, cfg.sequence_parallel, "none", DTYPE_BYTES[cfg.dtype], cfg.ep))
         for k in CATS:
             rows.append(dict(case=name, model=m.name, category=k, measured_MiB=top[k] / 2**20, model_MiB=est[k] / 2**20,
                              error_pct=100 * (est[k] / top[k] - 1) if top[k] else float("nan"), rank=top["rank"]))
