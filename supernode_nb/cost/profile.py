@@ -37,6 +37,7 @@ class MachineProfile:
     recompute_op_s: float = 0.0    # seconds per operator re-run in backward (its unpack hook included)
     penalty_s: dict = field(default_factory=dict)  # str(ranks on the host) -> compute seconds lost per blocking collective
     overlap: dict = field(default_factory=dict)    # str(ranks on the host) -> share of an async collective hidden by compute
+    skew: dict = field(default_factory=dict)       # str(ranks on the host) -> wait at a sync point per second of compute before it
     load_avg: float = 0.0          # 1-minute load average while measured (the machine may be shared)
     detail: dict = field(default_factory=dict)     # raw timings behind the figures
 
@@ -130,6 +131,11 @@ def _nearest(d: dict, n: int, default: float) -> float:
 def penalty(self: MachineProfile, ranks_per_host: int = 1) -> float:
     "Compute seconds a rank loses per blocking collective (its comm threads waking and winding down on the same cores)."
     return 0.0 if ranks_per_host <= 1 else _nearest(self.penalty_s, ranks_per_host, 0.0)
+
+@patch
+def sync_wait(self: MachineProfile, compute_s: float, ranks_per_host: int = 1) -> float:
+    "Seconds a rank waits at a sync point after `compute_s` of compute on every rank (ranks sharing cores finish apart)."
+    return 0.0 if ranks_per_host <= 1 else compute_s * _nearest(self.skew, ranks_per_host, 0.0)
 
 @patch
 def hidden(self: MachineProfile, ranks_per_host: int = 1) -> float:

@@ -6,14 +6,14 @@ Docs: https://supernode-nb.github.io/supernode_nb/40_runtime/accuracy.html.md"""
 
 # %% ../../nbs/40_runtime/47_accuracy.ipynb #1198d5ac
 from __future__ import annotations
-import math, os, statistics, time
+import math, statistics
 from ..foundation.config import ModelSpec, ParallelConfig, get_model
 from ..cost.profile import MachineProfile
+from .probes import measure
 
 # %% auto #0
-__all__ = ['LAYOUTS', 'resolve_layouts', 'collective_counts_worker', 'predict', 'summarise', 'settle', 'measure', 'compare',
-           'kendall_tau', 'local_check', 'summary', 'check_figure', 'scatter_figure', 'local_scaling',
-           'local_scaling_figure']
+__all__ = ['LAYOUTS', 'resolve_layouts', 'collective_counts_worker', 'predict', 'compare', 'kendall_tau', 'local_check',
+           'summary', 'check_figure', 'scatter_figure', 'local_scaling', 'local_scaling_figure']
 
 # %% ../../nbs/40_runtime/47_accuracy.ipynb #fbec86ef
 _P = ParallelConfig
@@ -72,50 +72,6 @@ def predict(model: ModelSpec, cfg: ParallelConfig, prof: MachineProfile) -> dict
                 bubble_s=b["bubble_s"] + b["comm_s"].get("pp", 0.0), other_s=b["other_s"], source=f"costmodel.estimate(profile={prof.name})")
 
 # %% ../../nbs/40_runtime/47_accuracy.ipynb #e4c7348e
-def summarise(result: dict, skip: int = 2) -> dict:
-    "Medians over steps (after `skip`) of a `runner.run` result: slowest rank's wall, rank-mean parts."
-    steps = result["steps"][skip:]
-    if not steps: raise ValueError(f"no steps left: {len(result['steps'])} step(s), skip={skip}")
-    med = statistics.median
-    mean = lambda rs, f: sum(f(r) for r in rs) / len(rs)
-    axes = sorted({("dp" if a == "edp" else a) for s in steps for r in s["ranks"] for a in r["comm_s"]})
-    comm_of = lambda r, a: sum(v for k, v in r["comm_s"].items() if (("dp" if k == "edp" else k) == a))
-    return dict(step_s=med(max(r["wall_s"] for r in s["ranks"]) for s in steps),
-                compute_s=med(mean(s["ranks"], lambda r: r["compute_s"]) for s in steps),
-                comm_s={a: med(mean(s["ranks"], lambda r: comm_of(r, a)) for s in steps) for a in axes},
-                bubble_s=med(mean(s["ranks"], lambda r: r["bubble_s"]) for s in steps),
-                other_s=med(mean(s["ranks"], lambda r: r["other_s"] + r["data_s"]) for s in steps), steps=len(steps))
-
-def _cpu_idle(window: float = 0.25) -> float | None:
-    "Share of this host's CPU time idle over `window` seconds (/proc/stat); None where there is no /proc/stat."
-    def snap():
-        with open("/proc/stat") as f: v = [int(x) for x in f.readline().split()[1:]]
-        return sum(v), v[3] + (v[4] if len(v) > 4 else 0)
-    try: t0, i0 = snap(); time.sleep(window); t1, i1 = snap()
-    except OSError: return None
-    return (i1 - i0) / max(t1 - t0, 1)
-
-def settle(idle: float = 0.85, max_s: float = 15.0) -> float:
-    "Wait (at most `max_s`) until the host is at least `idle` idle — the last run's ranks torn down; the seconds waited."
-    t0 = time.monotonic()
-    while time.monotonic() - t0 < max_s:
-        f = _cpu_idle()
-        if f is None or f >= idle: break
-    return time.monotonic() - t0
-
-def measure(model: ModelSpec | str, cfg: ParallelConfig, steps: int = 8, skip: int = 2, timeout_s: float = 300.0) -> dict:
-    "Run `cfg` for `steps` steps with `runner.run` (one thread per rank) once the host is idle (`settle`); the median"
-    "breakdown and the load average."
-    import torch
-    from supernode_nb.runtime.runner import make_spec, run
-    if steps <= skip: raise ValueError(f"steps={steps} must exceed skip={skip} (the warm-up steps left out)")
-    waited = settle()
-    load0, old = os.getloadavg()[0], torch.get_num_threads()
-    torch.set_num_threads(1)
-    try: res = run(make_spec(model, cfg, steps), timeout_s=timeout_s)
-    finally: torch.set_num_threads(old)
-    return dict(summarise(res, skip), load_avg=round((load0 + os.getloadavg()[0]) / 2, 2), settled_s=round(waited, 2))
-
 def _median_of(runs: list[dict]) -> dict:
     "Part-by-part median of several `measure` results."
     med = lambda f: statistics.median(f(r) for r in runs)

@@ -173,7 +173,7 @@ def _fit_rows(world: int, rows: list, group_sizes, ops) -> dict:
 def _supervised_step_s(m: ModelSpec, proc: dict, mem: float, gbs: int = 4) -> dict:
     "{'step_s', 'detail'}: a one-rank supervised run's time outside compute per step, less its optimizer and micro-batches."
     from supernode_nb.foundation.config import ParallelConfig
-    from supernode_nb.runtime.accuracy import measure
+    from supernode_nb.runtime.probes import measure
     cfg = ParallelConfig(global_batch_size=gbs)
     meas = measure(m, cfg, steps=8, skip=2)
     d = proc["detail"]
@@ -194,7 +194,7 @@ def calibrate(quick: bool = False,              # 2 and 4 ranks, fewer sizes and
     m = get_model(model) if isinstance(model, str) else model
     cores = len(os.sched_getaffinity(0))
     worlds = tuple(worlds or ((2, 4) if quick else (2, 4, 8)))
-    samples, calls = (3, 8) if quick else (5, 20)
+    samples, calls = (3, 8) if quick else (5, 40)
     say = progress or (lambda s: None)
     old = torch.get_num_threads(); torch.set_num_threads(1)
     try:
@@ -212,7 +212,7 @@ def calibrate(quick: bool = False,              # 2 and 4 ranks, fewer sizes and
     gap_ops = max(1, round(proc["detail"]["fwd_bwd_s"] / (4 * m.layers + 1) / t_mul))   # a layer's work between two collectives
     devices = cores if kind == "cpu" else (torch.cuda.device_count() if kind == "cuda" else torch.npu.device_count())
     backend = {"cpu": "gloo", "cuda": "nccl", "npu": "hccl"}[kind]
-    shares, links, rows, penalty, overlap, in_rank = {}, {}, [], {}, {}, {}
+    shares, links, rows, penalty, overlap, in_rank, skew = {}, {}, [], {}, {}, {}, {}
     sizes = (4 << 10, 256 << 10) if quick else (4 << 10, 64 << 10, 1 << 20)
     ops = ("all_reduce", "all_to_all", "send_recv", "handoff") + (() if quick else ("all_gather", "reduce_scatter"))
     for w in worlds if kind == "cpu" or devices >= 2 else ():
@@ -221,12 +221,12 @@ def calibrate(quick: bool = False,              # 2 and 4 ranks, fewer sizes and
                   sizes=sizes, group_sizes=tuple(gs), ops=ops, calls=calls, gap_ops=gap_ops, backend=backend, timeout_s=120)[0]
         if r["share"] is not None: shares[str(w)] = r["share"]
         if r.get("fwd_bwd_s"): in_rank[str(w)] = r["fwd_bwd_s"]
-        penalty[str(w)], overlap[str(w)] = r["penalty_s"], r["overlap"]
+        penalty[str(w)], overlap[str(w)], skew[str(w)] = r["penalty_s"], r["overlap"], r["skew"]
         fitted = _fit_rows(w, r["rows"], gs, ops)
         links.update(fitted); rows += [dict(x, world=w) for x in r["rows"]]
         phases[f"{w} ranks"] = round(time.monotonic() - t0 - sum(phases.values()), 1)
         say(f"{w} ranks: share {shares.get(str(w))}, penalty {1e6 * penalty[str(w)]:.0f} µs per collective, "
-            f"overlap {overlap[str(w)]:.2f}, links {fitted}")
+            f"overlap {overlap[str(w)]:.2f}, skew {skew[str(w)]:.3f} s per s of compute, links {fitted}")
     level = "loopback" if kind == "cpu" else "node"
     host = socket.gethostname()
     k = statistics.median(in_rank.values()) / proc["detail"]["fwd_bwd_s"] if in_rank else 1.0   # a rank alone vs this process
@@ -239,7 +239,7 @@ def calibrate(quick: bool = False,              # 2 and 4 ranks, fewer sizes and
     return MachineProfile(name or f"{host}-{kind}", kind, host, time.time(), topology or ("local" if kind == "cpu" else f"local-{kind}"),
                           devices, rates, proc["op_s"], proc["opt_op_s"], mem, proc["microbatch_s"], proc["step_s"], shares,
                           {level: links} if links else {}, ep_imbalance("tiny-moe", 2), proc["region_s"], proc["recompute_op_s"],
-                          penalty, overlap, round(os.getloadavg()[0], 2),
+                          penalty, overlap, skew, round(os.getloadavg()[0], 2),
                           dict(proc["detail"], model=m.name, link_rows=rows, seconds=round(time.monotonic() - t0, 1), phase_s=phases,
                                threads_per_rank=1, backend=backend, gap_ops=gap_ops))
 

@@ -106,7 +106,7 @@ def wait(self: ClusterRun, timeout: float | None = None, grace: float = 1.0, int
                 return self._fail(running)
         if deadline is not None and time.monotonic() > deadline:
             raise TimeoutError(f"run of {self.name}: ranks {running} still running after {timeout:g} s; "
-                               + "; ".join(f"rank {r} last record: {_brief(self.last.get(r))}" for r in running))
+                               + "; ".join(f"rank {r} last step: {(self.last.get(r) or {}).get('step', 'none')}" for r in running))
         time.sleep(interval)
 
 @patch

@@ -6,15 +6,15 @@ Docs: https://supernode-nb.github.io/supernode_nb/40_runtime/probes.html.md"""
 
 # %% ../../nbs/40_runtime/45_probes.ipynb #5902d604
 from __future__ import annotations
-import statistics, time
+import os, statistics, time
 import numpy as np
 import torch
-from ..foundation.config import ModelSpec
+from ..foundation.config import ModelSpec, ParallelConfig
 from ..cost.commbw import COLLECTIVES, coefficients
 from ..cost.commcost import collective_time
 
 # %% auto #0
-__all__ = ['contention_worker', 'interference_worker', 'bench_links', 'fit_link', 'fit_latency']
+__all__ = ['contention_worker', 'interference_worker', 'bench_links', 'fit_link', 'fit_latency', 'summarise', 'settle', 'measure']
 
 # %% ../../nbs/40_runtime/45_probes.ipynb #1619f3ae
 def _fwd_bwd(model: ModelSpec, seed: int = 0, device: str = "cpu"):
@@ -48,11 +48,14 @@ def contention_worker(rank: int, world_size: int, model: dict, rounds: int = 3, 
     return {"share": min(1.0, statistics.median(together) / statistics.median(alone)), "fwd_bwd_s": 1 / statistics.median(alone)}
 
 # %% ../../nbs/40_runtime/45_probes.ipynb #b72e5fc1
-def interference_worker(rank: int, world_size: int, model: dict, calls: int = 20, nbytes: int = 1 << 20) -> dict | None:
+def interference_worker(rank: int, world_size: int, model: dict, calls: int = 20, nbytes: int = 1 << 20,
+                        phase_s: float = 0.02) -> dict | None:   # the compute phase before a sync point, for `skew`
     "Worker: what communicating costs the compute beside it. `penalty_s`: the time one layer's forward takes right after"
     "a blocking all_reduce of its activations, less its time back to back (a rank that slept in a collective comes back"
     "to cold caches and gloo's threads winding down); `overlap`: of an async all_reduce of `nbytes` and layer forwards"
-    "of about its length run together, the share of the shorter one hidden ((t_ar + t_work − t_both) / min)."
+    "of about its length run together, the share of the shorter one hidden ((t_ar + t_work − t_both) / min); `skew`: the"
+    "wait at a sync point after `phase_s` of compute on every rank, beyond the collective itself, per second of the phase"
+    "(ranks sharing cores finish a phase at different times)."
     import torch.distributed as dist
     from supernode_nb.comm.collectives import Comm
     from supernode_nb.parallel.model import GPT
@@ -78,9 +81,14 @@ def interference_worker(rank: int, world_size: int, model: dict, calls: int = 20
     def both():
         h = c.all_reduce(big, "bench", async_op=True); work(k); h.wait()
     dist.barrier(); t_both = statistics.median([timed(both) for _ in range(5)])
-    t = torch.tensor([statistics.median(after) - t_w1, (t_ar + t_w - t_both) / max(min(t_ar, t_w), 1e-9)])
+    dist.barrier(); t_small = statistics.median([timed(lambda: c.all_reduce(small, "bench")) for _ in range(5)])
+    kp, waits, phases = max(1, round(phase_s / t_w1)), [], []          # a long compute phase, then a sync point
+    for _ in range(5):
+        dist.barrier(); phases.append(timed(lambda: work(kp))); waits.append(timed(lambda: c.all_reduce(small, "bench")))
+    skew = max(statistics.mean(waits) - t_small, 0.0) / statistics.mean(phases)
+    t = torch.tensor([statistics.median(after) - t_w1, (t_ar + t_w - t_both) / max(min(t_ar, t_w), 1e-9), skew])
     dist.all_reduce(t); t /= world_size
-    return {"penalty_s": max(float(t[0]), 0.0), "overlap": min(max(float(t[1]), 0.0), 1.0)} if rank == 0 else None
+    return {"penalty_s": max(float(t[0]), 0.0), "overlap": min(max(float(t[1]), 0.0), 1.0), "skew": float(t[2])} if rank == 0 else None
 
 
 # %% ../../nbs/40_runtime/45_probes.ipynb #633b7c71
@@ -171,3 +179,49 @@ def fit_latency(records, bandwidth_GBps: float = 1.0) -> tuple[float, float]:
         lats.append(max(float(r["time_s"]) - cb * float(r["bytes"]) / (bandwidth_GBps * 1e9), 0.0) / ca)
     if not lats: raise ValueError("no timed records on groups > 1")
     return float(bandwidth_GBps), float(statistics.median(lats))
+
+# %% ../../nbs/40_runtime/45_probes.ipynb #677f8a71
+def summarise(result: dict, skip: int = 2) -> dict:
+    "Medians over steps (after `skip`) of a `runner.run` result: slowest rank's wall, rank-mean parts."
+    steps = result["steps"][skip:]
+    if not steps: raise ValueError(f"no steps left: {len(result['steps'])} step(s), skip={skip}")
+    med = statistics.median
+    mean = lambda rs, f: sum(f(r) for r in rs) / len(rs)
+    axes = sorted({("dp" if a == "edp" else a) for s in steps for r in s["ranks"] for a in r["comm_s"]})
+    comm_of = lambda r, a: sum(v for k, v in r["comm_s"].items() if (("dp" if k == "edp" else k) == a))
+    return dict(step_s=med(max(r["wall_s"] for r in s["ranks"]) for s in steps),
+                compute_s=med(mean(s["ranks"], lambda r: r["compute_s"]) for s in steps),
+                comm_s={a: med(mean(s["ranks"], lambda r: comm_of(r, a)) for s in steps) for a in axes},
+                bubble_s=med(mean(s["ranks"], lambda r: r["bubble_s"]) for s in steps),
+                other_s=med(mean(s["ranks"], lambda r: r["other_s"] + r["data_s"]) for s in steps), steps=len(steps))
+
+def _cpu_idle(window: float = 0.25) -> float | None:
+    "Share of this host's CPU time idle over `window` seconds (/proc/stat); None where there is no /proc/stat."
+    def snap():
+        with open("/proc/stat") as f: v = [int(x) for x in f.readline().split()[1:]]
+        return sum(v), v[3] + (v[4] if len(v) > 4 else 0)
+    try: t0, i0 = snap(); time.sleep(window); t1, i1 = snap()
+    except OSError: return None
+    return (i1 - i0) / max(t1 - t0, 1)
+
+def settle(idle: float = 0.85, max_s: float = 15.0) -> float:
+    "Wait (at most `max_s`) until the host is at least `idle` idle — the last run's ranks torn down; the seconds waited."
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < max_s:
+        f = _cpu_idle()
+        if f is None or f >= idle: break
+    return time.monotonic() - t0
+
+def measure(model: ModelSpec | str, cfg: ParallelConfig, steps: int = 8, skip: int = 2, timeout_s: float = 300.0) -> dict:
+    "Run `cfg` for `steps` steps with `runner.run` (one thread per rank) once the host is idle (`settle`); the median"
+    "breakdown and the load average."
+    import torch
+    from supernode_nb.runtime.runner import make_spec, run
+    if steps <= skip: raise ValueError(f"steps={steps} must exceed skip={skip} (the warm-up steps left out)")
+    waited = settle()
+    load0, old = os.getloadavg()[0], torch.get_num_threads()
+    torch.set_num_threads(1)
+    try: res = run(make_spec(model, cfg, steps), timeout_s=timeout_s)
+    finally: torch.set_num_threads(old)
+    return dict(summarise(res, skip), load_avg=round((load0 + os.getloadavg()[0]) / 2, 2), settled_s=round(waited, 2))
+

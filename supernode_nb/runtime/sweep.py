@@ -11,7 +11,8 @@ from ..foundation.core import Parser, emit
 from ..foundation.config import ModelSpec, ParallelConfig, get_model
 from ..foundation.topology import get_topology
 from ..cost.profile import MachineProfile, find_profile
-from .accuracy import kendall_tau, scatter_figure, summarise
+from .accuracy import kendall_tau, scatter_figure
+from .probes import summarise
 
 # %% auto #0
 __all__ = ['sweep', 'sweep_figure', 'cli_sweep']
