@@ -226,7 +226,7 @@ def _comm(model, C, mem, links, t, o):
     hid = lambda x, win: np.maximum(0, x - o["dp_overlap"] * win)     # what the window's compute cannot hide
     last = np.minimum(1.0, o["bucket"] / np.maximum(rw * (Pd + Pe), 1))   # the last bucket waits on the end of the backward
     tail = lambda x, win: last * x + hid((1 - last) * x, win)
-    z1 = (tail(rs, t["t_bwd"]) + hid(ag, t["t_fwd"])) if o["profile"] is None else rs + ag   # this engine's ZeRO-1: after the backward
+    z1 = rs + ag if o.get("engine") == "supernode_nb" else tail(rs, t["t_bwd"]) + hid(ag, t["t_fwd"])   # this engine's ZeRO-1: after the backward
     out["dp"] = np.select([zero == 0, zero == 1, zero == 2],
                           [tail(ar, t["t_bwd"]), z1, m * tail(rs, t["t_bwd"]) + hid(ag, t["t_fwd"])],
                           m * (hid(ag3, t["t_fwd"]) + hid(ag3 * (1 + (rc == 2) * o.get("regather", True)) + rs3, t["t_bwd"])))
@@ -275,7 +275,8 @@ def _costs(model: ModelSpec, C: dict, topo: Topology, links: dict, efficiency, d
     rph = _rph(topo, C)
     if profile is not None: dp_overlap = dp_overlap * _vec(lambda r: profile.hidden(int(r)))(rph)   # what this machine hides
     o = dict(dp_overlap=dp_overlap, tp_overlap=np.asarray(tp_overlap), profile=profile, dtype=dtype, rph=rph, flash=flash, fused=fused,
-             selective_mm=selective_mm, regather=zero3_regather, bucket=DDP_BUCKET_BYTES if profile is None else ENGINE_BUCKET_BYTES,
+             selective_mm=selective_mm, regather=zero3_regather, engine=engine,
+             bucket=ENGINE_BUCKET_BYTES if engine == "supernode_nb" else DDP_BUCKET_BYTES,
              levels=[l.name for l in topo.levels])
     t = _compute(model, C, c, mem, rate, hbm, o)
     comm = _comm(model, C, mem, links, t, o)
