@@ -160,6 +160,8 @@ def scaled(self: MachineProfile, k: float) -> "MachineProfile":
     links = {lv: {w: {op: [bw / k, lat * k] for op, (bw, lat) in fits.items()} for w, fits in ws.items()} for lv, ws in self.links.items()}
     return replace(self, matmul_tflops={d: r / k for d, r in self.matmul_tflops.items()}, op_s=self.op_s * k, opt_op_s=self.opt_op_s * k,
                    memory_GBps=self.memory_GBps / k, microbatch_s=self.microbatch_s * k, step_s=self.step_s * k, links=links,
+                   region_s=self.region_s * k, recompute_op_s=self.recompute_op_s * k,
+                   penalty_s={n: s * k for n, s in self.penalty_s.items()},   # shares, overlap and skew are ratios: unchanged
                    detail=dict(self.detail, slowdown=k))
 
 # %% ../../nbs/10_cost/14_profile.ipynb #ea8b18e9
