@@ -78,7 +78,7 @@ def route(logits: torch.Tensor, top_k: int, capacity_factor: float | None = None
     counts = torch.bincount(topi.flatten(), minlength=E)                 # assignments per expert, before dropping
     if group_sum is None: aux = E * ((counts.float() / max(n * top_k, 1)) * probs.mean(0)).sum()
     else:                      # the sequence split over cp: the whole sequence's fractions, this rank's share of the sum
-        tot = group_sum(torch.cat([counts.float(), torch.tensor([float(n)])]))     # (E + 1,): counts and tokens, summed
+        tot = group_sum(torch.cat([counts.float(), counts.new_tensor([n]).float()]))     # (E + 1,): counts and tokens, summed
         cg, ng = tot[:-1], tot[-1].clamp(min=1)
         aux = E * ((cg / (ng * top_k)) * probs.sum(0) / ng).sum()     # Σ over the group = the unsplit sequence's aux
     keep = torch.ones_like(topi, dtype=torch.bool)
