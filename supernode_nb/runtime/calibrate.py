@@ -207,9 +207,6 @@ def calibrate(quick: bool = False,              # 2 and 4 ranks, fewer sizes and
         proc = _process_figures(m, rates["fp32"], mem, samples, dev)
     finally: torch.set_num_threads(old)
     phases = {"one process": round(time.monotonic() - t0, 1)}
-    y = torch.ones(64, 64)
-    t_mul = _block_median(lambda: y.mul_(1.0), samples, 200)
-    gap_ops = max(1, round(proc["detail"]["fwd_bwd_s"] / (4 * m.layers + 1) / t_mul))   # a layer's work between two collectives
     devices = cores if kind == "cpu" else (torch.cuda.device_count() if kind == "cuda" else torch.npu.device_count())
     backend = {"cpu": "gloo", "cuda": "nccl", "npu": "hccl"}[kind]
     shares, links, rows, penalty, overlap, in_rank, skew = {}, {}, [], {}, {}, {}, {}
@@ -218,7 +215,7 @@ def calibrate(quick: bool = False,              # 2 and 4 ranks, fewer sizes and
     for w in worlds if kind == "cpu" or devices >= 2 else ():
         gs = [g for g in (2, 4, 8) if g <= w and w % g == 0]
         r = spawn("supernode_nb.runtime.calibrate:calibration_worker", w, model=m.to_dict(), share_rounds=(2 if quick else 3) if kind == "cpu" else 0,
-                  sizes=sizes, group_sizes=tuple(gs), ops=ops, calls=calls, gap_ops=gap_ops, backend=backend, timeout_s=120)[0]
+                  sizes=sizes, group_sizes=tuple(gs), ops=ops, calls=calls, backend=backend, timeout_s=120)[0]
         if r["share"] is not None: shares[str(w)] = r["share"]
         if r.get("fwd_bwd_s"): in_rank[str(w)] = r["fwd_bwd_s"]
         penalty[str(w)], overlap[str(w)], skew[str(w)] = r["penalty_s"], r["overlap"], r["skew"]
@@ -241,7 +238,7 @@ def calibrate(quick: bool = False,              # 2 and 4 ranks, fewer sizes and
                           {level: links} if links else {}, ep_imbalance("tiny-moe", 2), proc["region_s"], proc["recompute_op_s"],
                           penalty, overlap, skew, round(os.getloadavg()[0], 2),
                           dict(proc["detail"], model=m.name, link_rows=rows, seconds=round(time.monotonic() - t0, 1), phase_s=phases,
-                               threads_per_rank=1, backend=backend, gap_ops=gap_ops))
+                               threads_per_rank=1, backend=backend))
 
 # %% ../../nbs/40_runtime/45_calibrate.ipynb #c6bd95ba
 def speed_probe(prof: MachineProfile, samples: int = 5) -> float:

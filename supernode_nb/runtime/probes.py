@@ -113,21 +113,18 @@ def _handoff(c, x, work, ts, ws):
         c.batch_p2p([("send", x, peer)], "bench")
 
 def bench_links(rank: int, world_size: int, sizes=(4 << 10, 64 << 10, 1 << 20), group_sizes=(2,),
-                ops=("all_reduce", "all_to_all", "send_recv", "handoff"), calls: int = 30, gap_ops: int = 60,
-                model: dict | None = None):   # whose layer forward is the work between collectives (None: `gap_ops` small ops)
+                ops=("all_reduce", "all_to_all", "send_recv", "handoff"), calls: int = 30,
+                model: dict | None = None):   # whose layer forward is the work between collectives (None: tiny-gpt)
     "Worker: per group size × op × size, the mean time of collectives issued as training issues them; rows (rank 0)."
     import torch.distributed as dist
     from supernode_nb.comm.collectives import Comm
     torch.set_num_threads(1)
-    rows, y = [], torch.ones(64, 64)
-    if model is None:
-        def work(): [y.mul_(1.0) for _ in range(gap_ops)]
-    else:                                               # a real layer between collectives, as in a tensor-parallel step
-        from supernode_nb.parallel.model import GPT
-        m = ModelSpec(**model)
-        block, xb = next(b for b in GPT(m, 0).modules() if type(b).__name__ == "Block"), torch.randn(1, m.seq_len, m.hidden)
-        def work():
-            with torch.no_grad(): block(xb)
+    from supernode_nb.parallel.model import GPT
+    from supernode_nb.foundation.config import get_model
+    rows, m = [], ModelSpec(**model) if model is not None else get_model("tiny-gpt")
+    block, xb = next(b for b in GPT(m, 0).modules() if type(b).__name__ == "Block"), torch.randn(1, m.seq_len, m.hidden)
+    def work():                                         # a real layer between collectives, as in a tensor-parallel step
+        with torch.no_grad(): block(xb)
     for g in group_sizes:
         groups = [list(range(s, s + g)) for s in range(0, world_size, g)]
         pgs = [dist.new_group(r) if g < world_size else dist.group.WORLD for r in groups]   # every rank makes every group
@@ -195,27 +192,16 @@ def summarise(result: dict, skip: int = 2) -> dict:
                 bubble_s=med(mean(s["ranks"], lambda r: r["bubble_s"]) for s in steps),
                 other_s=med(mean(s["ranks"], lambda r: r["other_s"] + r["data_s"]) for s in steps), steps=len(steps))
 
-def _cpu_idle(window: float = 0.25) -> float | None:
-    "Share of this host's CPU time idle over `window` seconds (/proc/stat); None where there is no /proc/stat."
-    def snap():
-        with open("/proc/stat") as f: v = [int(x) for x in f.readline().split()[1:]]
-        return sum(v), v[3] + (v[4] if len(v) > 4 else 0)
-    try: t0, i0 = snap(); time.sleep(window); t1, i1 = snap()
-    except OSError: return None
-    return (i1 - i0) / max(t1 - t0, 1)
-
 def settle(idle: float = 0.85, max_s: float = 15.0) -> float:
     "Wait (at most `max_s`) until the host is at least `idle` idle — the last run's ranks torn down; the seconds waited."
+    import psutil
     t0 = time.monotonic()
-    while time.monotonic() - t0 < max_s:
-        f = _cpu_idle()
-        if f is None or f >= idle: break
+    while time.monotonic() - t0 < max_s and psutil.cpu_percent(interval=0.25) > 100 * (1 - idle): pass
     return time.monotonic() - t0
 
 def measure(model: ModelSpec | str, cfg: ParallelConfig, steps: int = 8, skip: int = 2, timeout_s: float = 300.0) -> dict:
     "Run `cfg` for `steps` steps with `runner.run` (one thread per rank) once the host is idle (`settle`); the median"
     "breakdown and the load average."
-    import torch
     from supernode_nb.runtime.runner import make_spec, run
     if steps <= skip: raise ValueError(f"steps={steps} must exceed skip={skip} (the warm-up steps left out)")
     waited = settle()
