@@ -83,13 +83,15 @@ def _level(self: MachineProfile, level: str) -> str:
     raise KeyError(f"profile {self.name!r} has no link level {level!r} (measured: {', '.join(self.links) or 'none'})")
 
 @patch
-def link(self: MachineProfile, group_size: int, op: str = "all", level: str = "local", ranks_per_host: int | None = None) -> tuple[float, float, str]:
+def link(self: MachineProfile, group_size: int, op: str = "all", level: str = "local", ranks_per_host: int | None = None,
+         pooled: bool = True) -> tuple[float, float, str]:   # False: the op's own fit where there is one
     "(GB/s, latency s, which fit) for `op` on groups of `group_size` at `level`, `ranks_per_host` ranks on the host."
     lv = self._level(level); fits = self.links[lv]
     w = int(ranks_per_host or group_size)
     cands = [k for k in fits if int(k.split("×")[1]) == group_size] or list(fits)
     key = min(cands, key=lambda k: (abs(int(k.split("×")[1]) - group_size), abs(int(k.split("×")[0]) - w)))
-    o = op if op in fits[key] else "all"
+    own = op in fits[key] and (op == "handoff" or not pooled or "all" not in fits[key])
+    o = op if own else "all"
     return float(fits[key][o][0]), float(fits[key][o][1]), f"{lv} {key} {o}"
 
 _P2P = ("p2p", "send", "recv", "send_recv")

@@ -49,7 +49,8 @@ def contention_worker(rank: int, world_size: int, model: dict, rounds: int = 3, 
 
 # %% ../../nbs/40_runtime/45_probes.ipynb #b72e5fc1
 def interference_worker(rank: int, world_size: int, model: dict, calls: int = 20, nbytes: int = 1 << 20,
-                        phase_s: float = 0.02) -> dict | None:   # the compute phase before a sync point, for `skew`
+                        phase_s: float = 0.02,    # the compute phase before a sync point, for `skew`
+                        samples: int = 15) -> dict | None:   # interleaved samples of `overlap` and `skew`
     "Worker: what communicating costs the compute beside it. `penalty_s`: the time one layer's forward takes right after"
     "a blocking all_reduce of its activations, less its time back to back (a rank that slept in a collective comes back"
     "to cold caches and gloo's threads winding down); `overlap`: of an async all_reduce of `nbytes` and layer forwards"
@@ -77,16 +78,20 @@ def interference_worker(rank: int, world_size: int, model: dict, calls: int = 20
     t_w1 = statistics.median(alone)
     dist.barrier(); t_ar = statistics.median([timed(lambda: c.all_reduce(big, "bench")) for _ in range(5)])
     k = max(1, round(t_ar / t_w1))                                  # work about as long as the all_reduce
-    dist.barrier(); t_w = statistics.median([timed(lambda: work(k)) for _ in range(5)])
     def both():
         h = c.all_reduce(big, "bench", async_op=True); work(k); h.wait()
-    dist.barrier(); t_both = statistics.median([timed(both) for _ in range(5)])
-    dist.barrier(); t_small = statistics.median([timed(lambda: c.all_reduce(small, "bench")) for _ in range(5)])
+    hidden = []
+    for _ in range(samples):          # interleaved, one ratio each: the load drifting between them falls on all three
+        dist.barrier(); a = timed(lambda: c.all_reduce(big, "bench"))
+        dist.barrier(); w_ = timed(lambda: work(k))
+        dist.barrier(); b = timed(both)
+        hidden.append((a + w_ - b) / max(min(a, w_), 1e-9))
+    dist.barrier(); t_small = statistics.median([timed(lambda: c.all_reduce(small, "bench")) for _ in range(samples)])
     kp, waits, phases = max(1, round(phase_s / t_w1)), [], []          # a long compute phase, then a sync point
-    for _ in range(5):
+    for _ in range(samples):
         dist.barrier(); phases.append(timed(lambda: work(kp))); waits.append(timed(lambda: c.all_reduce(small, "bench")))
-    skew = max(statistics.mean(waits) - t_small, 0.0) / statistics.mean(phases)
-    t = torch.tensor([statistics.median(after) - t_w1, (t_ar + t_w - t_both) / max(min(t_ar, t_w), 1e-9), skew])
+    skew = max(statistics.mean(waits) - t_small, 0.0) / statistics.mean(phases)   # the mean: a run pays every wait
+    t = torch.tensor([statistics.median(after) - t_w1, statistics.median(hidden), skew])
     dist.all_reduce(t); t /= world_size
     return {"penalty_s": max(float(t[0]), 0.0), "overlap": min(max(float(t[1]), 0.0), 1.0), "skew": float(t[2])} if rank == 0 else None
 
