@@ -44,7 +44,7 @@ def test_prediction_follows_the_measured_figures(prof):
     p0 = predict(TINY, base, prof)
     slow_ops = predict(TINY, base, dataclasses.replace(prof, op_s=2 * prof.op_s))
     assert slow_ops["compute_s"] > 1.5 * p0["compute_s"]                 # operators dominate tiny models on a CPU
-    links = json.loads(json.dumps(prof.links)); links["loopback"]["2×2"]["send_recv"][1] += 1.0
+    links = json.loads(json.dumps(prof.links)); links["loopback"]["2×2"]["all"][1] += 1.0     # the pooled fit prices send_recv
     slow_send = predict(TINY, base, dataclasses.replace(prof, links=links))
     assert slow_send["bubble_s"] > p0["bubble_s"] + 1.0 and slow_send["compute_s"] == p0["compute_s"]   # pp waits are bubble
     assert predict(TINY, P(pp=2, global_batch_size=8), prof)["compute_s"] > 1.9 * p0["compute_s"]

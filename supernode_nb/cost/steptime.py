@@ -218,7 +218,8 @@ def _comm(model, C, mem, links, t, o):
     out["cp"] = np.where(C["cp"] > 1, m * Ls * cp_layer, 0)
     out["pp"] = np.where(pp > 1, 2 * v * m * ct("send_recv", act / tp, "pp"), 0)
     rw = C.get("rw", w)                                     # bytes per gradient element in the reduction
-    ar = ct("all_reduce", rw * Pd, "dp") + ct("all_reduce", rw * Pe, "edp")
+    nbk = lambda P: np.maximum(np.ceil(rw * P / o["bucket"]), 1)        # each bucket is its own all_reduce: pays its latency
+    ar = nbk(Pd) * ct("all_reduce", rw * Pd / nbk(Pd), "dp") + nbk(Pe) * ct("all_reduce", rw * Pe / nbk(Pe), "edp")
     rs = ct("reduce_scatter", rw * Pd, "dp") + ct("reduce_scatter", rw * Pe, "edp")
     ag = ct("all_gather", w * Pd, "dp") + ct("all_gather", w * Pe, "edp")
     ag3 = ct("all_gather", w * Pd, "dp", True) + ct("all_gather", w * Pe, "edp", True)     # ZeRO-3: many small gathers on the

@@ -194,7 +194,7 @@ def calibrate(quick: bool = False,              # 2 and 4 ranks, fewer sizes and
     m = get_model(model) if isinstance(model, str) else model
     cores = len(os.sched_getaffinity(0))
     worlds = tuple(worlds or ((2, 4) if quick else (2, 4, 8)))
-    samples, calls = (3, 8) if quick else (5, 40)
+    samples, calls = (3, 16) if quick else (5, 40)   # quick: 16 calls a size keep it < 15 s
     say = progress or (lambda s: None)
     old = torch.get_num_threads(); torch.set_num_threads(1)
     try:

@@ -123,21 +123,23 @@ def sync(self: RunPanel, *_):
 # %% ../../nbs/60_ui/62_widgets.ipynb #5a990469
 class LiveView:
     "The live figure of the current run, updated in place as records stream in."
-    def __init__(self, state: DashboardState, controller: RunController, log: ErrorLog | None = None):
+    def __init__(self, state: DashboardState, controller: RunController, log: ErrorLog | None = None,
+                 every: float = 1.0):   # seconds between redraws while a run streams (the browser re-renders the whole figure)
         self.state, self.ctl, self.log = state, controller, log or ErrorLog()
+        self.every, self._last = every, 0.0
         self.fig = go.FigureWidget(live_figure(state.world))
         self.estimate: dict | None = None
-        self.speed: float | None = None     # this machine's speed now ÷ at calibration (measured in the background), for the estimate
         self.note = W.HTML()
         self.redraws, self._lock = 0, threading.Lock()
         state.observe(self.log.guard(self.redraw), "tick")
+        state.observe(self.log.guard(lambda ch: self.redraw(force=True)), "status")   # the last records, whenever the run ends
         self.widget = _box(self.note, self.fig, cls="snb-live")
 
     def reset(self, ctl: RunController | None = None):
         "A fresh set of traces for the run about to stream (same widget)."
         st = self.state
         spec = st.spec()
-        try: est = estimate_for(st, probe=self.speed)       # scaled by the machine's speed, when measured
+        try: est = estimate_for(st)        # the profile as calibrated (a speed probe taken while the page renders reads it 2× slow)
         except Exception as e: est = None; self.log.write("estimate", e)
         self.estimate = estimate_parts(est) if est is not None else None
         self.note.value = ("" if est is None else f'<span class="snb-est" data-step-s="{est.step_time_s:.6g}">estimate beside the '
@@ -146,13 +148,13 @@ class LiveView:
             self.world = st.world
             replace_figure(self.fig, live_figure(st.world, experts=spec.experts))
 
-    def redraw(self, *_):
-        log = self.ctl.log
-        if log is None: return
+    def redraw(self, *_, force: bool = False):
+        log, now = self.ctl.log, time.monotonic()
+        if log is None or (not force and self.state.status == "running" and now - self._last < self.every): return
         with self._lock:
             if getattr(self, "world", None) != log.world: return   # the figure is not (yet) this run's
             update_live(self.fig, log, self.estimate, slow=[x["rank"] for x in self.state.stragglers])
-            self.redraws += 1
+            self.redraws, self._last = self.redraws + 1, now
 
 # %% ../../nbs/60_ui/62_widgets.ipynb #b291227e
 class DoctorView:
@@ -187,20 +189,15 @@ class DoctorView:
         if wait: self._thread.join()
 
 # %% ../../nbs/60_ui/62_widgets.ipynb #e4f434da
-def _warm_up(live=None):
-    "In the background: start the ranks' forkserver (the first start does not pay for it), then measure how fast this machine is now."
+def _warm_up():
+    "In the background: start the ranks' forkserver and import what they import (the first start does not pay for it)."
     try: importlib.import_module("supernode_nb.ui.dashstate").warm_imports()
-    except Exception: pass
-    try:
-        from supernode_nb.cost.profile import find_profile
-        from supernode_nb.runtime.calibrate import speed_probe
-        if live is not None and (p := find_profile("local")) is not None: live.speed = speed_probe(p)
     except Exception: pass
 
 # %% ../../nbs/60_ui/62_widgets.ipynb #f1319519
 class Dashboard:
     "The notebook dashboard: strategy picker, placement, pipeline schedule, run panel with the live view, doctor."
-    def __init__(self, state: DashboardState | None = None, launcher=None, debounce: float = 0.15, interval: float = 0.2,
+    def __init__(self, state: DashboardState | None = None, launcher=None, debounce: float = 0.15, interval: float = 0.5,
                  warm: bool = True, **picks):
         self.state = state or DashboardState(**picks)
         self.log = ErrorLog()
@@ -217,7 +214,7 @@ class Dashboard:
                           titles=("placement", "pipeline schedule", "estimate", "doctor", "log"))
         self.run.on_start.append(self.live.reset)
         self.log.on_write.append(lambda n: self.tabs.set_title(4, f"log ({n}) ⚠"))
-        if warm: threading.Thread(target=_warm_up, args=(self.live,), daemon=True, name="warm-up").start()
+        if warm: threading.Thread(target=_warm_up, daemon=True, name="warm-up").start()
         self.widget = _box(W.HTML("<h3 style='margin:4px 0'>supernode_nb dashboard</h3>"), self.picker.widget, self.suggest.widget,
                            self.tabs, self.run.widget, self.live.widget, cls="snb-dashboard")
 
