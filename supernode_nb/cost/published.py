@@ -13,7 +13,8 @@ from ..foundation.topology import Topology, topology_for, GiB, H100 as _H100
 from .steptime import _costs, _columns, _analytic_links, efficiency_for, EFFICIENCY
 
 # %% auto #0
-__all__ = ['H100_500W', 'PUBLISHED_RUNS', 'PublishedRun', 'predict_run', 'fit_efficiency', 'leave_one_out', 'calibration_table']
+__all__ = ['H100_500W', 'PUBLISHED_RUNS', 'UNPRICED_RUNS', 'PublishedRun', 'predict_run', 'fit_efficiency', 'leave_one_out',
+           'calibration_table']
 
 # %% ../../nbs/10_cost/17_published.ipynb #def5fb2a
 @dataclass(frozen=True)
@@ -32,6 +33,7 @@ class PublishedRun:
     fused: bool = True            # fused element-wise kernels (Megatron, DeepSpeed); False: eager PyTorch (torchtitan without compile)
     selective_mm: float = 0.0     # share of the linear layers' matmuls "selective" recompute repeats (torchtitan's op-level AC: every other)
     zero3_regather: bool = True   # ZeRO-3 gathers the weights again for the recomputed forward (DeepSpeed; FSDP recomputes inside its gather)
+    fp8_linear: bool = False      # the transformer's nn.Linear matmuls in float8 (torchtitan's Float8; the LM head and attention stay bf16)
 
     def topo(self) -> Topology:
         t = topology_for(self.topology, self.config.world_size)
@@ -84,9 +86,10 @@ _BLOOM = ModelSpec("bloom-176b", layers=70, hidden=14336, heads=112, ffn_hidden=
                    tied_embeddings=True, learned_pos=False)
 # MT-NLG shape (105 layers, h 20480, 128 heads) from Smith et al. 2022 §3; GPT-2 vocabulary padded to 51200
 _TT = "torchtitan benchmarks/llama3_h100_202412_torchtitan.md"
-def _tt(name, model, cfg, val, note, tp_overlap=False, uneven=False):
+def _tt(name, model, cfg, val, note, tp_overlap=False, uneven=False, compiled=False, fp8=False):
+    "A torchtitan row: eager unless `compiled` (torch.compile fuses the element-wise kernels); `fp8`: Float8 linears."
     return PublishedRun(name, MODEL_PRESETS[model], cfg, _H100P, "tokens_per_s_per_device", val, _TT, note, H100_500W, uneven, tp_overlap,
-                        flash=True, fused=False, selective_mm=0.5, zero3_regather=False)
+                        flash=True, fused=compiled, selective_mm=0.5, zero3_regather=False, fp8_linear=fp8)
 
 _L3 = "Llama 3 herd of models (arXiv 2407.21783), Table 4: 405B on H100 (700 W, 80 GB), BF16 model TFLOP/s per GPU"
 def _llama3(n, cp, dp, s, tf):
@@ -96,6 +99,14 @@ def _llama3(n, cp, dp, s, tf):
     return PublishedRun(f"llama3-405b-{n}{'-cp' if cp > 1 else ''}", m, c, _H100P, "tflops_per_device", tf, _L3,
                         "micro-batch 1, interleaved ×2, 126 layers split unevenly, SP, FSDP as ZeRO-1 (weights gathered once per step), "
                         "flash attention; RoCE 400 Gb/s per GPU modelled as the DGX H100 SuperPOD's IB", allow_uneven=True, flash=True)
+
+_TT8 = [
+    *[_tt(f"tt-llama3-8b-{n}{suffix}", "llama3-8b", _pc(dp=n, zero=3, micro_batch_size=2, global_batch_size=2 * n, recompute="selective",
+          reduce_dtype="fp32"), val, f"FSDP = zero 3 over dp, fp32 gradient reduction; {how} (Tables 1 and 3)", compiled=c, fp8=f)
+      for n, vals in ((8, (5762, 6667, 8532)), (128, (5605, 6514, 8380)))
+      for (suffix, how, c, f), val in zip((("", "eager", False, False), ("-compile", "torch.compile", True, False),
+                                           ("-compile-fp8", "torch.compile + Float8 linears", True, True)), vals)],
+]
 
 PUBLISHED_RUNS: list[PublishedRun] = [
     *[_megatron(*r) for r in [("1.7b", 16, 2048, 24, 1, 1, 192, 408.8), ("7.1b", 32, 4096, 30, 2, 1, 192, 465.9),
@@ -122,17 +133,22 @@ PUBLISHED_RUNS: list[PublishedRun] = [
                    _A100, "step_time_s", t, "MT-NLG paper §2.4",
                    "micro-batch 1, 1F1B, full recompute (its TFLOP/s match SC21 eq. 3), zero 1, A100 80 GB")
       for n, t in ((280, 60.1), (350, 50.2), (420, 44.4))],
-    _tt("tt-llama3-8b-8", "llama3-8b", _pc(dp=8, zero=3, micro_batch_size=2, global_batch_size=16, recompute="selective", reduce_dtype="fp32"),
-        5762, "FSDP = zero 3 over dp, fp32 gradient reduction; eager (no compile)"),
-    _tt("tt-llama3-8b-128", "llama3-8b", _pc(dp=128, zero=3, micro_batch_size=2, global_batch_size=256, recompute="selective", reduce_dtype="fp32"),
-        5605, "FSDP = zero 3 over dp, fp32 gradient reduction; eager (no compile)"),
+    *[r for r in _TT8 if not r.fp8_linear],
+]
+
+# torchtitan's other rows train the linears in Float8 (Tables 4 and 5 run torch.compile + Float8, which earlier versions of this
+# table modelled as bf16 eager): kept with their sources, not priced — `predict_run` refuses them, the fit and leave-one-out skip them
+UNPRICED_RUNS: list[PublishedRun] = [
+    *[r for r in _TT8 if r.fp8_linear],
     *[_tt(f"tt-llama3-70b{'-asynctp' if a else ''}", "llama3-70b", _pc(dp=32, tp=8, zero=3, micro_batch_size=16, global_batch_size=512,
-          recompute="full", sequence_parallel=True, reduce_dtype="fp32"), v, "local batch 16 = one micro-batch of 16 per dp rank; TP with SP", a)
+          recompute="full", sequence_parallel=True, reduce_dtype="fp32"), v,
+          "local batch 16 = one micro-batch of 16 per dp rank; TP with SP; torch.compile + Float8 (Table 4)", a, compiled=True, fp8=True)
       for a, v in ((False, 829), (True, 876))],
     *[_tt(f"tt-llama3-405b-{sch}", "llama3-405b", _pc(dp=8, tp=8, pp=8, zero=1, micro_batch_size=1, global_batch_size=256, recompute="full",
           sequence_parallel=True, schedule=sch, virtual_stages=v, reduce_dtype="fp32"), val,
           "micro-batch 1, full recompute, interleaved with 2 chunks per rank; 126 layers split unevenly; FSDP under PP keeps the weights "
-          "gathered across micro-batches and syncs gradients on the last one (ZeRO-1's traffic)", uneven=True)
+          "gathered across micro-batches and syncs gradients on the last one (ZeRO-1's traffic); torch.compile + Float8 + async TP "
+          "(Table 5)", tp_overlap=True, uneven=True, compiled=True, fp8=True)
       for sch, v, val in (("1f1b", 1, 100), ("interleaved", 2, 128))],
 ]
 
@@ -145,6 +161,7 @@ def predict_run(run: PublishedRun,   # the run
                 efficiency=None      # matmul efficiency (an array predicts for each); None: the fitted one for its device
                ) -> np.ndarray:
     "The model's value of `run.metric` for `run`."
+    if run.fp8_linear: raise ValueError(f"{run.name}: Float8 linears are not priced by this model (bf16, fp16 and fp32 only)")
     topo = run.topo()
     eff = np.atleast_1d(np.asarray(efficiency_for(topo.chip)[0] if efficiency is None else efficiency, dtype=float))
     C = {k: np.repeat(v, eff.size) for k, v in _columns([run.config]).items()}
