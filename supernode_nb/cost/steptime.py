@@ -16,8 +16,8 @@ from .memory import (_counts, _memory, step_flops, SCHEDULE_CODE, RECOMPUTE_CODE
 # %% auto #0
 __all__ = ['AXIS_GROUPS', 'FP32_TFLOPS', 'FP32_RATIO_ASSUMED', 'EFFICIENCY', 'HBM_EFFICIENCY', 'BUS_EFFICIENCY',
            'ELEM_REPLICATED', 'CAUSAL_EXECUTED', 'OPS_PER_LAYER', 'KERNEL_GAP_S', 'SCORE_ELEMS', 'LOGIT_BYTES',
-           'EAGER_REPLICATED', 'EAGER_BACKWARD', 'ENGINE_OPS', 'COMM_AXES', 'ENGINE_BUCKET_BYTES', 'peak_tflops',
-           'efficiency_for', 'engine_ops', 'blocking_collectives', 'collectives_per_step']
+           'EAGER_REPLICATED', 'EAGER_BACKWARD', 'ENGINE_OPS', 'COMM_AXES', 'ENGINE_BUCKET_BYTES', 'RING_ONLY',
+           'peak_tflops', 'efficiency_for', 'engine_ops', 'blocking_collectives', 'collectives_per_step']
 
 # %% ../../nbs/10_cost/16_steptime.ipynb #43197a2d
 AXIS_GROUPS = {"tp": "tp", "cp": "cp", "dp": "dp-cp", "pp": "pp", "ep": "ep", "edp": "edp"}   # axis -> layout group its collectives use
@@ -94,7 +94,7 @@ def peak_tflops(chip,                # a `topology.Chip`
     return chip.tflops_bf16 * FP32_RATIO_ASSUMED, f"assumed: 1/{round(1 / FP32_RATIO_ASSUMED)} of the bf16 peak"
 
 EFFICIENCY: dict[str, float] = {   # chip name -> matmul efficiency, fitted to published runs (`published`)
-    "H100 SXM": 0.625, "A100 80GB SXM": 0.665, "H100 96GB HBM2e (500 W)": 0.485}
+    "H100 SXM": 0.67, "A100 80GB SXM": 0.665, "H100 96GB HBM2e (500 W)": 0.485}
 
 def efficiency_for(chip, efficiency: float | None = None) -> tuple[float, str]:
     "(efficiency, where it came from) for `chip`: the given value, the fitted one, or the fitted mean."
@@ -129,12 +129,15 @@ def _elementwise_bytes(model: ModelSpec, mbs, tp, cp, sp, w, fused: bool = True)
 
 # %% ../../nbs/10_cost/16_steptime.ipynb #6ea83edb
 ENGINE_OPS = dict(layer=100, layer_recompute=64, layer_selective=7, expert=49.6, expert_recompute=31.5, stage=37,   # fwd + bwd
+                  layer_tp=8, stage_tp=37, layer_sp=34, stage_sp=53,    # tp > 1 (and SP): the wrappers' operators, collectives apart
                   opt_layer=108, opt_expert=32.6, opt_stage=47)                                 # AdamW (foreach=False)
 
 def engine_ops(model: ModelSpec,   # the model
                layers,             # layers on the stage
                ep=1,               # expert-parallel degree (experts per rank = experts / ep)
-               rc=0                # recompute code (1 = selective, 2 = full)
+               rc=0,               # recompute code (1 = selective, 2 = full)
+               tp=1,               # tensor-parallel degree (the count does not depend on it beyond 1)
+               sp=False            # sequence parallelism
               ) -> dict:
     "Aten operators this engine dispatches for one micro-batch's forward + backward on a stage (`recompute`: of them re-run"
     "in backward, in `regions` checkpointed regions), and for its AdamW step."
@@ -142,7 +145,9 @@ def engine_ops(model: ModelSpec,   # the model
     full, sel = np.asarray(rc) == 2, np.asarray(rc) == 1
     k = ENGINE_OPS
     rec = layers * (full * (k["layer_recompute"] + E * k["expert_recompute"]) + sel * k["layer_selective"])
-    fb = layers * (k["layer"] + E * k["expert"]) + k["stage"] + rec
+    tpx = np.asarray(tp) > 1
+    par = np.where(tpx & np.asarray(sp, dtype=bool), layers * k["layer_sp"] + k["stage_sp"], tpx * (layers * k["layer_tp"] + k["stage_tp"]))
+    fb = layers * (k["layer"] + E * k["expert"]) + k["stage"] + rec + par
     return dict(fwd_bwd=fb, recompute=rec, regions=layers * (full | sel),
                 optimizer=layers * (k["opt_layer"] + E * k["opt_expert"]) + k["opt_stage"])
 
@@ -159,7 +164,7 @@ def _compute(model, C, c, mem, rate, hbm_GBps, o):
     n_ops = Ls * OPS_PER_LAYER * (3 + (rc == 2)) * (0.5 if o.get("fused", True) else 1.0)
     if o["profile"] is None: t_mm = mb_f / rate + n_ops * KERNEL_GAP_S
     else:
-        P, ops = o["profile"], engine_ops(model, Ls, C["ep"], rc)
+        P, ops = o["profile"], engine_ops(model, Ls, C["ep"], rc, tp, sp)
         t_mm = _vec(lambda f, n, g, k, r: P.compute_s(f, dtype=o["dtype"], ranks_per_host=int(r), n_ops=int(n)) + P.recompute_s(g, k, int(r)))(
             mb_f, ops["fwd_bwd"] - ops["recompute"], ops["regions"], ops["recompute"], o["rph"])
     scores = 0 if flash else SCORE_ELEMS * w * mbs * model.heads * (s / cp) * s / tp   # unfused attention: softmax, dropout on b·a·s² scores
@@ -174,6 +179,8 @@ def _compute(model, C, c, mem, rate, hbm_GBps, o):
 # %% ../../nbs/10_cost/16_steptime.ipynb #6cb56de7
 COMM_AXES = ("tp", "cp", "pp", "dp", "ep")
 ENGINE_BUCKET_BYTES = 1 << 20   # this package's engine reduces gradients in 1 MiB buckets (`parallel.engine.Engine`)
+RING_ONLY = ("all_gather", "reduce_scatter")   # NCCL and HCCL run these as rings (no tree): across nodes each rank's ring
+                                               # traffic leaves through its own NIC, so no two-level shortcut applies
 
 def _vec(f):
     "`f` over numpy arrays, each distinct scalar argument tuple computed once."
@@ -196,6 +203,7 @@ def _ct(op, S, g, profile=None, levels=(), flat=False, rph=None):
         return _vec(one)(S, g["n"], g["level"], g["n"] if rph is None else rph)
     bo, bi = g["bw_out"] * BUS_EFFICIENCY, g["bw_in"] * BUS_EFFICIENCY
     if op == "ep_dispatch": op = "all_to_all"
+    flat = flat or op in RING_ONLY
     if op == "send_recv": return np.where(g["n"] > 1, collective_time_array(op, S, 2, bo, g["lat_out"]), 0.0)   # one hop to the next stage
     t = collective_time_array(op, S, g["n"], bo, g["lat_out"])
     t = t if flat else np.minimum(t, hierarchical_time(op, S, g["n"], g["k"], bi, g["lat_in"], bo, g["lat_out"]))

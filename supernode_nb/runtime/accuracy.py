@@ -12,8 +12,8 @@ from ..cost.profile import MachineProfile
 from .probes import measure
 
 # %% auto #0
-__all__ = ['LAYOUTS', 'resolve_layouts', 'collective_counts_worker', 'predict', 'compare', 'kendall_tau', 'local_check',
-           'summary', 'check_figure', 'scatter_figure', 'local_scaling', 'local_scaling_figure']
+__all__ = ['LAYOUTS', 'resolve_layouts', 'collective_counts_worker', 'op_count_worker', 'predict', 'compare', 'kendall_tau',
+           'local_check', 'summary', 'check_figure', 'scatter_figure', 'local_scaling', 'local_scaling_figure']
 
 # %% ../../nbs/40_runtime/47_accuracy.ipynb #fbec86ef
 _P = ParallelConfig
@@ -61,6 +61,23 @@ def collective_counts_worker(rank: int, world_size: int, model: dict, cfg: dict)
     out: dict = {}
     for r in rec.records: out.setdefault(r.axis, {}); out[r.axis][r.op] = out[r.axis].get(r.op, 0) + 1
     return out if rank == world_size - 1 else None
+
+def op_count_worker(rank: int, world_size: int, model: dict, cfg: dict) -> int | None:
+    "Worker: aten operators (collectives included) of one micro-batch's forward + backward on rank 0 of `cfg` (no pipeline)."
+    import torch
+    from supernode_nb.foundation.layout import RankLayout
+    from supernode_nb.comm.collectives import Comm
+    from supernode_nb.parallel.engine import parallelize
+    from supernode_nb.runtime.calibrate import count_ops
+    torch.set_num_threads(1)
+    spec, c = ModelSpec(**model), ParallelConfig(**cfg)
+    layout = RankLayout.from_config(c)
+    pm = parallelize(spec, c, layout, rank, Comm.from_layout(layout, rank))
+    tok = torch.randint(0, spec.vocab, (c.micro_batch_size, spec.seq_len))
+    fb = lambda: pm.loss_fn(pm.chunks[0](tok), tok).backward()
+    fb()                                                    # warm-up: lazily built state
+    n = count_ops(fb)
+    return n if rank == 0 else None
 
 # %% ../../nbs/40_runtime/47_accuracy.ipynb #6d8a72e9
 def predict(model: ModelSpec, cfg: ParallelConfig, prof: MachineProfile) -> dict:
