@@ -46,8 +46,8 @@ def lab(tmp_path_factory):
     env = dict(os.environ, JUPYTER_CONFIG_DIR=str(tmp / "config"), JUPYTER_DATA_DIR=str(tmp / "data"),
                JUPYTER_RUNTIME_DIR=str(tmp / "runtime"), IPYTHONDIR=str(tmp / "ipython"), PYTHONUNBUFFERED="1",
                SUPERNODE_NB_HOME=str(tmp / "home"), SUPERNODE_NB_ARCHIVE="on")     # the test's own archive, never the user's
-    cal = subprocess.run([sys.executable, "-m", "supernode_nb.cli", "calibrate", "--quick", "--worlds", "2,4"], env=env,
-                         capture_output=True, text=True, timeout=600)      # this machine's profile, for the estimate
+    cal = subprocess.run([sys.executable, "-m", "supernode_nb.cli", "calibrate", "--worlds", "2,4"], env=env,   # the default
+                         capture_output=True, text=True, timeout=600)      # calibration (~20 s), as a user runs it first
     assert cal.returncode == 0, cal.stderr[-2000:]
     labconfig = tmp / "config" / "labconfig"; labconfig.mkdir(parents=True)
     (labconfig / "default_setting_overrides.json").write_text(json.dumps(

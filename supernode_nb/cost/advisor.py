@@ -155,6 +155,7 @@ def advise(s: Situation) -> Advice:
 def in_family(cfg: dict, a: Advice, stability: bool = False) -> bool:
     "Whether the planner's config dict `cfg` uses only the advice's axes, within its limits."
     if any(cfg.get(ax, 1) > 1 for ax in a.avoid): return False
+    if "ep" in a.use and cfg.get("ep", 1) <= 1: return False      # an MoE's family: expert parallelism is a must (§6.3)
     if cfg.get("tp", 1) > max(a.tp_max, 1): return False
     return not (stability and cfg.get("pp", 1) > 4)
 
