@@ -126,7 +126,7 @@ class LiveView:
     def __init__(self, state: DashboardState, controller: RunController, log: ErrorLog | None = None,
                  every: float = 1.0):   # seconds between redraws while a run streams (the browser re-renders the whole figure)
         self.state, self.ctl, self.log = state, controller, log or ErrorLog()
-        self.every, self._last = every, 0.0
+        self.every, self._last, self._timer = every, 0.0, None
         self.fig = go.FigureWidget(live_figure(state.world))
         self.estimate: dict | None = None
         self.note = W.HTML()
@@ -150,11 +150,21 @@ class LiveView:
 
     def redraw(self, *_, force: bool = False):
         log, now = self.ctl.log, time.monotonic()
-        if log is None or (not force and self.state.status == "running" and now - self._last < self.every): return
+        if log is None: return
+        if not force and self.state.status == "running" and now - self._last < self.every:
+            if self._timer is None:           # deferred, not dropped: one trailing redraw draws what arrived meanwhile
+                self._timer = threading.Timer(self._last + self.every - now, lambda: self.ctl.dispatch(self._trailing))
+                self._timer.daemon = True; self._timer.start()
+            return
+        if self._timer is not None: self._timer.cancel(); self._timer = None   # drawn now: no trailing redraw needed
         with self._lock:
             if getattr(self, "world", None) != log.world: return   # the figure is not (yet) this run's
             update_live(self.fig, log, self.estimate, slow=[x["rank"] for x in self.state.stragglers])
             self.redraws, self._last = self.redraws + 1, now
+
+    def _trailing(self):
+        self._timer = None
+        self.log.guard(self.redraw)(force=True)
 
 # %% ../../nbs/60_ui/62_widgets.ipynb #b291227e
 class DoctorView:
