@@ -239,7 +239,9 @@ def _comm(model, C, mem, links, t, o):
     out["dp"] = np.select([zero == 0, zero == 1, zero == 2],
                           [tail(ar, t["t_bwd"]), z1, m * tail(rs, t["t_bwd"]) + hid(ag, t["t_fwd"])],
                           m * (hid(ag3, t["t_fwd"]) + hid(ag3 * (1 + (rc == 2) * o.get("regather", True)) + rs3, t["t_bwd"])))
-    out["ep"] = np.where((ep > 1) & model.is_moe, m * Ls * (4 + 2 * (rc == 2)) * ct("ep_dispatch", a2a, "ep"), 0)   # a profile adds its measured token imbalance
+    counts = ct("all_to_all", 8.0 * max(model.experts, 1), "ep")          # each forward first swaps its per-expert token counts
+    out["ep"] = np.where((ep > 1) & model.is_moe, m * Ls * ((4 + 2 * (rc == 2)) * ct("ep_dispatch", a2a, "ep")   # a profile adds its
+                                                             + (1 + (rc == 2)) * counts), 0)                    # measured imbalance
     if o["profile"] is not None:      # the step's gradient sync waits for the last rank to finish its compute (a pipeline
         sync = _vec(lambda c_, r: o["profile"].sync_wait(c_, int(r)))(m * t["t_mb"], o["rph"])   # staggers its stages:
         out["dp"] = out["dp"] + np.where((mem["D"] > 1) & (pp == 1), sync, 0)                  # its waits are bubble)
