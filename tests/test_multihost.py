@@ -262,11 +262,17 @@ def results(hosts, tmp_path_factory):
         os.killpg(p.pid, signal.SIGKILL); log, _ = p.communicate()
     wall = time.monotonic() - t
     recs = {r["scenario"]: r for r in map(json.loads, out.read_text().splitlines())} if out.exists() else {}
-    left = {ns: _ns_pids(ns) for ns in [hosts["head"], *hosts["hosts"]]}
+    left, deadline = {}, time.monotonic() + 15        # processes told to stop get a moment to exit (an ssh session's
+    while True:                                        # engine sees its hangup asynchronously); then they are left running
+        left = {ns: _ns_pids(ns) for ns in [hosts["head"], *hosts["hosts"]]}
+        if not any(left.values()) or time.monotonic() > deadline: break
+        time.sleep(0.5)
+    what = {pid: Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")[:200]
+            for pids in left.values() for pid in pids if Path(f"/proc/{pid}/cmdline").exists()}
     print("\nmeasured:", json.dumps({"driver_wall_s": round(wall, 1), "load": os.getloadavg(),
                                      **{k: round(v["seconds"], 2) for k, v in recs.items() if "seconds" in v}}))
     assert p.returncode == 0 and "done" in recs, f"driver failed (status {p.returncode}):\n{log[-4000:]}"
-    assert left == {ns: [] for ns in left}, f"processes left in the namespaces: {left}"
+    assert left == {ns: [] for ns in left}, f"processes left in the namespaces 15 s after the driver ended: {left} {what}"
     return recs
 
 
