@@ -217,7 +217,9 @@ def _comm(model, C, mem, links, t, o):
     ct = lambda op, S, ax, flat=False: _ct(op, S, links[ax], o["profile"], o["levels"], flat, o["rph"])
     act, out = sbh * w, {}
     tp_op = np.where(sp, ct("all_gather", act, "tp") + ct("reduce_scatter", act, "tp"), ct("all_reduce", act, "tp"))
-    tp_mb = (Ls * (4 + 2 * (rc == 2)) + 1) * tp_op        # per layer 2 forward + 2 backward (+2 recomputed)
+    loss = np.where(sp, 2, 3) * ct("all_reduce", 4.0 * C["mbs"] * model.seq_len / C["cp"], "tp")   # the vocabulary-parallel
+    tp_mb = (Ls * (4 + 2 * (rc == 2)) + 1) * tp_op + loss  # loss's max, target logit and sum of exps (2 under SP); per layer
+                                                           # 2 forward + 2 backward (+2 re-run)
     out["tp"] = np.where(tp > 1, m * np.where(o["tp_overlap"], np.maximum(0, tp_mb - t["t_mm"]), tp_mb), 0)
     kv = 2 * C["mbs"] * model.seq_len * model.head_dim * np.maximum(model.n_kv_heads / tp, 1) * w
     ag, rs = ct("all_gather", kv, "cp"), ct("reduce_scatter", kv, "cp")
