@@ -11,6 +11,7 @@ import json, os, shutil, signal, socket, subprocess, sys, time, urllib.request, 
 from pathlib import Path
 import pytest
 from procs import descendants
+from supernode_nb.runtime.probes import settle
 
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = "/usr/bin/chromium"
@@ -126,17 +127,9 @@ _STEP_JS = """() => {
 }"""
 
 
-def _settle(idle: float = 0.85, max_s: float = 30.0) -> float:
-    "Wait until the page has finished rendering (the host mostly idle), as a user looks before clicking; the seconds waited."
-    import psutil
-    t0 = time.monotonic()
-    while time.monotonic() - t0 < max_s and psutil.cpu_percent(interval=0.5) > 100 * (1 - idle): pass
-    return time.monotonic() - t0
-
-
 def _run(page, lab):
     "Click start and follow the run to its end: (points per rank trace, s to the first point, kernel idle while running, steps)."
-    _settle()
+    settle(max_s=30)     # the page has finished rendering (the host mostly idle), as a user looks before clicking
     page.click(".snb-start")
     t_click = time.monotonic()
     page.wait_for_selector(".snb-run-status:not([data-status='done'])", timeout=30_000)   # the previous run's 'done' is gone

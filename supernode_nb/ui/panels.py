@@ -270,17 +270,11 @@ class ScheduleView:
         replace_figure(self.fig, pp.schedule_figure(tl, title=f"{c.schedule}, bubble {tl.bubble_fraction:.1%}"))
 
 # %% ../../nbs/60_ui/67_panels.ipynb #2fe593b9
-def estimate_for(state: DashboardState,
-                 probe: bool | float | None = None):  # True: scale the profile by this machine's speed now (a second or so); a number: by that
+def estimate_for(state: DashboardState):
     "The cost model's estimate of the pick, with this machine's calibrated profile when the archive has one for its topology; None when broken."
     from supernode_nb.cost import costmodel as cm
-    from supernode_nb.cost.profile import find_profile
     if state.errors: return None
-    topo, prof = state.topo(), "auto"
-    if probe and (p := find_profile(getattr(topo, "preset", None) or topo.name)) is not None:
-        from supernode_nb.runtime.calibrate import speed_probe
-        prof = p.scaled(speed_probe(p) if probe is True else float(probe))
-    return cm.estimate(state.spec(), state.config(), placement=state.placement(), profile=prof)
+    return cm.estimate(state.spec(), state.config(), placement=state.placement(), profile="auto")
 
 def _est_source(st, est=None) -> str:
     "Which model made the estimate, with which figures (a machine profile or the preset's), and how far to trust it."

@@ -139,7 +139,7 @@ class LiveView:
         "A fresh set of traces for the run about to stream (same widget)."
         st = self.state
         spec = st.spec()
-        try: est = estimate_for(st)        # the profile as calibrated (a speed probe taken while the page renders reads it 2× slow)
+        try: est = estimate_for(st)
         except Exception as e: est = None; self.log.write("estimate", e)
         self.estimate = estimate_parts(est) if est is not None else None
         self.note.value = ("" if est is None else f'<span class="snb-est" data-step-s="{est.step_time_s:.6g}">estimate beside the '
