@@ -8,7 +8,7 @@ Docs: https://supernode-nb.github.io/supernode_nb/10_cost/commbw.html.md"""
 from __future__ import annotations
 
 # %% auto #0
-__all__ = ['COLLECTIVES', 'coefficients', 'bus_factor', 'algbw', 'busbw']
+__all__ = ['COLLECTIVES', 'BACKEND_ONLY', 'BACKEND_ALGORITHMS', 'coefficients', 'bus_factor', 'algbw', 'busbw']
 
 # %% ../../nbs/10_cost/10_commbw.ipynb #24c708da
 import numpy as np
@@ -32,9 +32,17 @@ COLLECTIVES = {  # op -> (busbw factor(n), {algorithm: (c_α(p), c_β(p))}); tim
 }
 _ALIASES = {"send": "send_recv", "recv": "send_recv", "p2p": "send_recv"}
 
+BACKEND_ONLY = {  # algorithms a CPU backend runs that an accelerator library would not pick: kept out of "cheapest of"
+    "reduce_scatter": {"as_all_reduce": (lambda p: 2 * (p - 1), lambda p: 2 * _ring(p))},   # a ring all-reduce, then its slice
+    "all_to_all": {"direct": (lambda p: 1.0 + 0 * p, _ring)}}                                # every send posted at once: one round
+BACKEND_ALGORITHMS = {  # backend -> op -> the one algorithm it runs, whatever the size (nccl, hccl: the cheapest, per size)
+    "gloo": {"all_reduce": "ring", "all_gather": "ring", "reduce_scatter": "as_all_reduce", "all_to_all": "direct",
+             "send_recv": "direct", "broadcast": "tree", "reduce": "tree"}}
+
 def coefficients(op: str, algorithm: str, p) -> tuple:
     "(c_α, c_β) of `algorithm` for `op` on groups of `p` (time = c_α·α + c_β·S·β)."
-    a, b = COLLECTIVES[_ALIASES.get(op, op)][1][algorithm]
+    op = _ALIASES.get(op, op)
+    a, b = {**COLLECTIVES[op][1], **BACKEND_ONLY.get(op, {})}[algorithm]
     return a(p), b(p)
 
 # %% ../../nbs/10_cost/10_commbw.ipynb #43f492ad

@@ -8,6 +8,7 @@ Docs: https://supernode-nb.github.io/supernode_nb/10_cost/profile.html.md"""
 from __future__ import annotations
 import math, os, socket, statistics, time
 from dataclasses import dataclass, field, asdict, fields
+from .commbw import BACKEND_ALGORITHMS, coefficients
 from .commcost import collective_time
 from fastcore.basics import patch
 
@@ -40,6 +41,7 @@ class MachineProfile:
     skew: dict = field(default_factory=dict)       # str(ranks on the host) -> wait at a sync point per second of compute before it
     load_avg: float = 0.0          # 1-minute load average while measured (the machine may be shared)
     detail: dict = field(default_factory=dict)     # raw timings behind the figures
+    backend: str = ""              # the collectives' backend (gloo, nccl, hccl): its algorithms price them ("": the cheapest)
 
     def to_dict(self) -> dict: return asdict(self)
     @classmethod
@@ -94,6 +96,13 @@ def link(self: MachineProfile, group_size: int, op: str = "all", level: str = "l
     o = op if own else "all"
     return float(fits[key][o][0]), float(fits[key][o][1]), f"{lv} {key} {o}"
 
+@patch
+def call_s(self: MachineProfile, group_size: int, op: str = "all", level: str = "local", ranks_per_host: int | None = None) -> float:
+    "Fixed seconds per call of the fit `link` picks (0 for fits without one: accelerators, older profiles)."
+    key, o = self.link(group_size, op, level, ranks_per_host)[2].split(" ")[1:]
+    f = self.links[self._level(level)][key][o]
+    return float(f[2]) if len(f) > 2 else 0.0
+
 _P2P = ("p2p", "send", "recv", "send_recv")
 
 @patch
@@ -106,8 +115,13 @@ def collective_s(self: MachineProfile, op: str,                   # all_reduce, 
     if group_size <= 1: return 0.0
     fit = "send_recv" if op in _P2P else op          # "handoff": a message to a rank blocked waiting for it
     priced = "send_recv" if fit in ("send_recv", "handoff") else fit
-    bw, lat, _ = self.link(group_size, fit, level, ranks_per_host)
-    return collective_time(priced, nbytes, 2 if priced == "send_recv" else group_size, bw, lat)[0]
+    n = 2 if priced == "send_recv" else group_size   # a message is between two ranks, whatever group they belong to
+    rph = ranks_per_host or group_size
+    bw, lat, _ = self.link(n, fit, level, rph)
+    alg = BACKEND_ALGORITHMS.get(self.backend, {}).get(priced)
+    if alg is None: return self.call_s(n, fit, level, rph) + collective_time(priced, nbytes, n, bw, lat)[0]
+    ca, cb = coefficients(priced, alg, n)
+    return self.call_s(n, fit, level, rph) + float(ca) * lat + float(cb) * nbytes / (bw * 1e9)
 
 # %% ../../nbs/10_cost/14_profile.ipynb #97cb5d94
 @patch
@@ -159,7 +173,7 @@ def ep_dispatch_s(self: MachineProfile, nbytes: float, group_size: int, level: s
 def scaled(self: MachineProfile, k: float) -> "MachineProfile":
     "This profile on a machine `k` times slower (k > 1) or faster: times × k, rates ÷ k."
     from dataclasses import replace
-    links = {lv: {w: {op: [bw / k, lat * k] for op, (bw, lat) in fits.items()} for w, fits in ws.items()} for lv, ws in self.links.items()}
+    links = {lv: {w: {op: [f[0] / k] + [x * k for x in f[1:]] for op, f in fits.items()} for w, fits in ws.items()} for lv, ws in self.links.items()}
     return replace(self, matmul_tflops={d: r / k for d, r in self.matmul_tflops.items()}, op_s=self.op_s * k, opt_op_s=self.opt_op_s * k,
                    memory_GBps=self.memory_GBps / k, microbatch_s=self.microbatch_s * k, step_s=self.step_s * k, links=links,
                    region_s=self.region_s * k, recompute_op_s=self.recompute_op_s * k,

@@ -234,7 +234,8 @@ def _comm(model, C, mem, links, t, o):
     ag = ct("all_gather", w * Pd, "dp") + ct("all_gather", w * Pe, "edp")
     ag3 = ct("all_gather", w * Pd, "dp", True) + ct("all_gather", w * Pe, "edp", True)     # ZeRO-3: many small gathers on the
     rs3 = ct("reduce_scatter", rw * Pd, "dp", True) + ct("reduce_scatter", rw * Pe, "edp", True)   # flat group, one NIC each
-    hid = lambda x, win: np.maximum(0, x - o["dp_overlap"] * win)     # what the window's compute cannot hide
+    hid = lambda x, win: x - o["hide"] * np.minimum(x, o["dp_overlap"] * win)   # what the window's compute cannot hide: a
+                                                           # profile's measured share of the shorter one (1 on accelerators)
     last = np.minimum(1.0, o["bucket"] / np.maximum(rw * (Pd + Pe), 1))   # the last bucket waits on the end of the backward
     tail = lambda x, win: last * x + hid((1 - last) * x, win)
     z1 = rs + ag if o.get("engine") == "supernode_nb" else tail(rs, t["t_bwd"]) + hid(ag, t["t_fwd"])   # this engine's ZeRO-1: after the backward
@@ -286,8 +287,8 @@ def _costs(model: ModelSpec, C: dict, topo: Topology, links: dict, efficiency, d
     rate = peak * np.asarray(efficiency, dtype=float)
     hbm = topo.chip.hbm_GBps if profile is None else profile.memory_GBps
     rph = _rph(topo, C)
-    if profile is not None: dp_overlap = dp_overlap * _vec(lambda r: profile.hidden(int(r)))(rph)   # what this machine hides
-    o = dict(dp_overlap=dp_overlap, tp_overlap=np.asarray(tp_overlap), profile=profile, dtype=dtype, rph=rph, flash=flash, fused=fused,
+    hide = 1.0 if profile is None else _vec(lambda r: profile.hidden(int(r)))(rph)   # the share of it this machine hides
+    o = dict(dp_overlap=dp_overlap, hide=hide, tp_overlap=np.asarray(tp_overlap), profile=profile, dtype=dtype, rph=rph, flash=flash, fused=fused,
              selective_mm=selective_mm, regather=zero3_regather, engine=engine,
              bucket=ENGINE_BUCKET_BYTES if engine == "supernode_nb" else DDP_BUCKET_BYTES,
              levels=[l.name for l in topo.levels])

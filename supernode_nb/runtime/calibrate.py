@@ -154,15 +154,15 @@ def calibration_worker(rank: int, world_size: int, model: dict, share_rounds: in
     rows = bench_links(rank, world_size, model=model, **bench)
     return {"share": None, **(cont or {}), "rows": rows, **(inter or {})} if rank == 0 else None
 
-def _fit_rows(world: int, rows: list, group_sizes, ops) -> dict:
-    "Fitted [GB/s, latency s] per op (and 'all' ops together) for each group size in a world of `world`."
+def _fit_rows(world: int, rows: list, group_sizes, ops, backend: str | None = None) -> dict:
+    "Fitted [GB/s, latency s, per-call s] per op (and 'all' ops together) for each group size in a world of `world`."
     out = {}
     for g in group_sizes:
         recs = [r for r in rows if r["group_size"] == g]
         fits = {}
         for op in ["all"] + [o for o in ops if any(r["op"] == o for r in recs)]:
             sel = [r for r in recs if op == "all" and r["op"] != "handoff" or r["op"] == op]
-            try: fits[op] = list(fit_link(sel))
+            try: fits[op] = list(fit_link(sel, backend=backend))
             except ValueError:
                 try: fits[op] = list(fit_latency(sel))
                 except ValueError: pass
@@ -219,7 +219,7 @@ def calibrate(quick: bool = False,              # 2 and 4 ranks, fewer sizes and
         if r["share"] is not None: shares[str(w)] = r["share"]
         if r.get("fwd_bwd_s"): in_rank[str(w)] = r["fwd_bwd_s"]
         penalty[str(w)], overlap[str(w)], skew[str(w)] = r["penalty_s"], r["overlap"], r["skew"]
-        fitted = _fit_rows(w, r["rows"], gs, ops)
+        fitted = _fit_rows(w, r["rows"], gs, ops, backend)
         links.update(fitted); rows += [dict(x, world=w) for x in r["rows"]]
         phases[f"{w} ranks"] = round(time.monotonic() - t0 - sum(phases.values()), 1)
         say(f"{w} ranks: share {shares.get(str(w))}, penalty {1e6 * penalty[str(w)]:.0f} µs per collective, "
@@ -238,7 +238,7 @@ def calibrate(quick: bool = False,              # 2 and 4 ranks, fewer sizes and
                           {level: links} if links else {}, ep_imbalance("tiny-moe", 2), proc["region_s"], proc["recompute_op_s"],
                           penalty, overlap, skew, round(os.getloadavg()[0], 2),
                           dict(proc["detail"], model=m.name, link_rows=rows, seconds=round(time.monotonic() - t0, 1), phase_s=phases,
-                               threads_per_rank=1, backend=backend))
+                               threads_per_rank=1, backend=backend), backend=backend)
 
 # %% ../../nbs/40_runtime/45_calibrate.ipynb #c6bd95ba
 def speed_probe(prof: MachineProfile, samples: int = 5) -> float:
@@ -253,7 +253,8 @@ def speed_probe(prof: MachineProfile, samples: int = 5) -> float:
 # %% ../../nbs/40_runtime/45_calibrate.ipynb #f1c5184e
 def _profile_text(p: MachineProfile, where: str) -> str:
     l = p.links.get(next(iter(p.links), ""), {})
-    links = "; ".join(f"{k}: α {v['all'][1] * 1e3:.2f} ms, {v['all'][0]:.2f} GB/s" for k, v in l.items() if "all" in v)
+    links = "; ".join(f"{k}: {v['all'][2] * 1e3:.2f} ms a call + α {v['all'][1] * 1e3:.2f} ms a round, {v['all'][0]:.2f} GB/s"
+                      if len(v["all"]) > 2 else f"{k}: α {v['all'][1] * 1e3:.2f} ms, {v['all'][0]:.2f} GB/s" for k, v in l.items() if "all" in v)
     return "\n".join([f"profile {p.name!r} ({p.kind}, {p.devices} {'cores' if p.kind == 'cpu' else 'devices'}, host {p.host}) — {where}",
                       f"  matmul {', '.join(f'{k} {v * 1e3:.1f} GFLOP/s' for k, v in p.matmul_tflops.items())} per rank; "
                       f"{p.op_s * 1e6:.1f} µs per operator; copy {p.memory_GBps:.1f} GB/s",

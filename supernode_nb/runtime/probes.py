@@ -10,7 +10,7 @@ import os, statistics, time
 import numpy as np
 import torch
 from ..foundation.config import ModelSpec, ParallelConfig
-from ..cost.commbw import COLLECTIVES, coefficients
+from ..cost.commbw import BACKEND_ALGORITHMS, COLLECTIVES, coefficients
 from ..cost.commcost import collective_time
 
 # %% auto #0
@@ -155,12 +155,28 @@ def bench_links(rank: int, world_size: int, sizes=(4 << 10, 64 << 10, 1 << 20), 
 # %% ../../nbs/40_runtime/45_probes.ipynb #fd45d85c
 def _algo(op, S, n, bw, lat): return collective_time(op, S, n, bw, lat)[1]
 
-def fit_link(records, rounds: int = 10) -> tuple[float, float]:
-    "(GB/s, latency s) that best explain `records` ({op, bytes, group_size, time_s}) under `commcost`'s algorithms."
+def _fit_backend(rows, t, algos) -> tuple[float, float, float]:
+    "(GB/s, α, c₀) ≥ 0 minimising the relative error of c₀ + c_α·α + c_β·S·β, each row under its backend's algorithm."
+    A = np.array([[1.0, float(ca), float(cb) * S] for o, n, S, _ in rows for ca, cb in [coefficients(o, algos[o], n)]]) / t[:, None]
+    best = None
+    for keep in ([0, 1, 2], [1, 2], [0, 2], [2]):                       # non-negative least squares over the few subsets
+        x, *_ = np.linalg.lstsq(A[:, keep], np.ones(len(t)), rcond=None)
+        if (x < 0).any(): continue
+        full = np.zeros(3); full[keep] = x
+        err = float(np.sum((A @ full - 1) ** 2))
+        if best is None or err < best[0]: best = (err, full)
+    if best is None or best[1][2] <= 0: raise ValueError("the records do not determine a bandwidth (time does not grow with size)")
+    c0, alpha, beta = best[1]
+    return float(1 / beta / 1e9), float(alpha), float(c0)
+
+def fit_link(records, rounds: int = 10,
+             backend: str | None = None) -> tuple[float, float, float]:   # one of commbw.BACKEND_ALGORITHMS: its algorithms, + c₀
+    "(GB/s, latency s, per-call s) that best explain `records` ({op, bytes, group_size, time_s}) under `commcost`'s algorithms."
     rows = [("send_recv" if r["op"] in ("send_recv", "handoff") else r["op"], 2 if r["op"] in ("send_recv", "handoff") else int(r["group_size"]),
              float(r["bytes"]), float(r["time_s"])) for r in records if int(r["group_size"]) > 1]
     if len(rows) < 2: raise ValueError(f"need at least 2 timed records on groups > 1; got {len(rows)}")
     t = np.array([x[3] for x in rows])
+    if backend in BACKEND_ALGORITHMS: return _fit_backend(rows, t, BACKEND_ALGORITHMS[backend])
     algos = [next(iter(COLLECTIVES[o][1])) for o, *_ in rows]          # the table's first (ring-like) to start
     for _ in range(rounds):
         A = np.array([[float(ca), float(cb) * S] for (o, n, S, _), a in zip(rows, algos) for ca, cb in [coefficients(o, a, n)]])
@@ -170,17 +186,17 @@ def fit_link(records, rounds: int = 10) -> tuple[float, float]:
         new = [_algo(o, S, n, bw, lat) for o, n, S, _ in rows]
         if new == algos: break
         algos = new
-    return bw, lat
+    return bw, lat, 0.0
 
-def fit_latency(records, bandwidth_GBps: float = 1.0) -> tuple[float, float]:
-    "(GB/s, latency s): the latency alone at a given bandwidth, when noise hides how time grows with size."
+def fit_latency(records, bandwidth_GBps: float = 1.0) -> tuple[float, float, float]:
+    "(GB/s, latency s, 0): the latency alone at a given bandwidth, when noise hides how time grows with size."
     lats = []
     for r in records:
         op, n = ("send_recv", 2) if r["op"] in ("send_recv", "handoff") else (r["op"], int(r["group_size"]))
         ca, cb = coefficients(op, _algo(op, float(r["bytes"]), n, bandwidth_GBps, 1e-4), n)
         lats.append(max(float(r["time_s"]) - cb * float(r["bytes"]) / (bandwidth_GBps * 1e9), 0.0) / ca)
     if not lats: raise ValueError("no timed records on groups > 1")
-    return float(bandwidth_GBps), float(statistics.median(lats))
+    return float(bandwidth_GBps), float(statistics.median(lats)), 0.0
 
 # %% ../../nbs/40_runtime/45_probes.ipynb #677f8a71
 def summarise(result: dict, skip: int = 2) -> dict:
