@@ -4,7 +4,8 @@ Starts JupyterLab on 127.0.0.1 with a token and temporary Jupyter dirs (news pop
 examples/dashboard.ipynb, waits for the kernel to be idle (polling /api/kernels: the toolbar's indicator lies
 early), runs all cells, runs the default pick and then, after changing a degree, dp2·tp2; checks that the live
 chart gains points for every rank, that each run finishes, and that the dashboard's estimate (with this machine's
-profile, calibrated into the test's own archive first) is within 25 % of the measured step. Saves a screenshot to artifacts/ and prints the time from the click on
+profile, calibrated into the test's own archive first, priced for the cores this page and its kernel keep busy while
+the run computes) is within 25 % of the measured step. Saves a screenshot to artifacts/ and prints the time from the click on
 "start" to the first live point. Skipped only when /usr/bin/chromium is absent.
 """
 import json, os, shutil, signal, socket, subprocess, sys, time, urllib.request, secrets
@@ -123,7 +124,7 @@ _STEP_JS = """() => {
   gd.data.filter(t => t.type === 'scatter' && t.name && t.name.startsWith('rank ')).forEach(t =>
     Array.from(t.x || []).forEach((s, i) => { worst[s] = Math.max(worst[s] || 0, t.y[i]); }));
   const w = Object.keys(worst).map(Number).sort((a, b) => a - b).slice(1).map(s => worst[s]).sort((a, b) => a - b);
-  return {estimate_s: parseFloat(el.dataset.stepS), measured_s: w.length ? w[Math.floor(w.length / 2)] : null, steps: w.length};
+  return {estimate_s: parseFloat(el.dataset.stepS), host_load: parseFloat(el.dataset.hostLoad), measured_s: w.length ? w[Math.floor(w.length / 2)] : null, steps: w.length};
 }"""
 
 
@@ -202,6 +203,7 @@ def test_dashboard_in_browser(lab):
             browser.close()
     assert first is not None and first < 60, timings
     for k, v in acc.items(): assert v and v["steps"] >= STEPS - 2 and v["estimate_s"] > 0, (k, v)   # both shown, every step
-    off = {k: v["error_pct"] for k, v in acc.items() if abs(v["error_pct"]) > 25}
-    if off:   # issue 10's goal: the dashboard's estimate within 25 % of the measured step. Not met yet: say by how much.
-        pytest.xfail(f"estimate beside measured beyond 25 % (issue 10, open): {off}, load {os.getloadavg()[0]:.1f}")
+    for k, v in acc.items():   # issue 10: the estimate the dashboard shows (priced for the host's other load, measured
+        assert v["host_load"] >= 0, (k, v)   # while the run computed) within 25 % of the measured step
+        assert abs(v["error_pct"]) <= 25, f"{k}: estimate {v['estimate_s'] * 1e3:.1f} ms vs measured {v['measured_s'] * 1e3:.1f} ms " \
+                                          f"({v['error_pct']:+.1f} %), {v['host_load']:.2f} cores busy elsewhere, load {os.getloadavg()[0]:.1f}"

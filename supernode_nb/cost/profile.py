@@ -42,6 +42,7 @@ class MachineProfile:
     load_avg: float = 0.0          # 1-minute load average while measured (the machine may be shared)
     detail: dict = field(default_factory=dict)     # raw timings behind the figures
     backend: str = ""              # the collectives' backend (gloo, nccl, hccl): its algorithms price them ("": the cheapest)
+    background_cores: float = 0.0  # cores other processes keep busy on the host (`loaded`); the ranks share the rest
 
     def to_dict(self) -> dict: return asdict(self)
     @classmethod
@@ -55,12 +56,26 @@ def share(self: MachineProfile, ranks_per_host: int = 1,   # ranks running on th
            measured: bool = True) -> float:   # use the measured share where there is one
     "Share of a core (or device) each of `ranks_per_host` ranks gets."
     n = int(ranks_per_host)
-    if n <= 1: return 1.0
-    if measured and str(n) in self.shares: return float(self.shares[str(n)])
+    if n <= 1: return self._busy(1)
+    if measured and str(n) in self.shares: return float(self.shares[str(n)]) * self._busy(n)
     if measured and self.shares:               # nearest measured count, scaled by the nominal ratio
         k = min(self.shares, key=lambda s: abs(int(s) - n))
-        return float(self.shares[k]) * min(1.0, self.devices / n) / min(1.0, self.devices / int(k))
-    return min(1.0, self.devices / n)
+        return float(self.shares[k]) * min(1.0, self.devices / n) / min(1.0, self.devices / int(k)) * self._busy(n)
+    return min(1.0, self.devices / n) * self._busy(n)
+
+@patch
+def _busy(self: MachineProfile, n: int) -> float:
+    "What `background_cores` of other work leaves each of `n` CPU ranks, relative to an idle host."
+    C, B, n = self.devices, self.background_cores, max(int(n), 1)
+    if B <= 0 or self.kind != "cpu": return 1.0
+    return min(1.0, (C - B) / n) / min(1.0, C / n)
+
+@patch
+def loaded(self: MachineProfile, cores: float) -> "MachineProfile":
+    "This profile on its host while other processes keep `cores` of its cores busy (a browser, a notebook kernel)."
+    from dataclasses import replace
+    if not 0 <= cores < self.devices: raise ValueError(f"background of {cores} cores: must be in [0, {self.devices}) on this {self.devices}-core host")
+    return replace(self, background_cores=float(cores))
 
 @patch
 def rate(self: MachineProfile, dtype: str = "fp32") -> float:
@@ -119,9 +134,11 @@ def collective_s(self: MachineProfile, op: str,                   # all_reduce, 
     rph = ranks_per_host or group_size
     bw, lat, _ = self.link(n, fit, level, rph)
     alg = BACKEND_ALGORITHMS.get(self.backend, {}).get(priced)
-    if alg is None: return self.call_s(n, fit, level, rph) + collective_time(priced, nbytes, n, bw, lat)[0]
-    ca, cb = coefficients(priced, alg, n)
-    return self.call_s(n, fit, level, rph) + float(ca) * lat + float(cb) * nbytes / (bw * 1e9)
+    if alg is None: t = self.call_s(n, fit, level, rph) + collective_time(priced, nbytes, n, bw, lat)[0]
+    else:
+        ca, cb = coefficients(priced, alg, n)
+        t = self.call_s(n, fit, level, rph) + float(ca) * lat + float(cb) * nbytes / (bw * 1e9)
+    return t / self._busy(rph)                       # gloo's threads run on the cores the background takes too
 
 # %% ../../nbs/10_cost/14_profile.ipynb #97cb5d94
 @patch

@@ -16,7 +16,7 @@ from .faults import (RankState, FaultReport, RunFailed, RunHandle, culprits, fli
                                          _start_heartbeat, _read_hb)
 
 # %% auto #0
-__all__ = ['W', 'LocalRun', 'LocalLauncher', 'supervise']
+__all__ = ['W', 'LocalRun', 'LocalLauncher', 'supervise', 'HostLoad']
 
 # %% ../../nbs/40_runtime/48_supervise.ipynb #81c75235
 _MOD = "supernode_nb.runtime.supervise"     # the ranks import what they run from the installed package
@@ -213,3 +213,24 @@ def _steps_with_fault(rank: int, world: int, steps: int = 6, fault: dict | None 
     return {"rank": rank, "sum": float(x[0])}
 
 W = "supernode_nb.runtime.supervise:_steps_with_fault"      # by name: this notebook's own functions live in __main__
+
+# %% ../../nbs/40_runtime/48_supervise.ipynb #1dcfbd73
+class HostLoad:
+    "Cores of this host that processes other than `pids()` keep busy: (host CPU time − theirs) per second, since the first look."
+    def __init__(self, pids: Callable[[], list[int]]):   # the ranks' process ids (called at every look)
+        self.pids, self._base, self._seen = pids, None, {}
+    def _look(self) -> tuple[float, float, float]:
+        import psutil
+        c = psutil.cpu_times()
+        host = c.user + c.nice + c.system + getattr(c, "irq", 0.0) + getattr(c, "softirq", 0.0)
+        for pid in self.pids():
+            try: t = psutil.Process(pid).cpu_times(); t = t.user + t.system
+            except psutil.Error: continue                     # gone: its last reading stands
+            self._seen.setdefault(pid, [t, t])[1] = t         # [first seen, last seen]
+        return time.monotonic(), host, sum(b - a for a, b in self._seen.values())
+    def sample(self, min_s: float = 0.5) -> float | None:
+        "Mean cores busy elsewhere since the first call (None on the first call and for `min_s` after it)."
+        now = self._look()
+        if self._base is None: self._base = now; return None
+        dt = now[0] - self._base[0]
+        return None if dt < min_s else max(0.0, (now[1] - self._base[1] - now[2] + self._base[2]) / dt)

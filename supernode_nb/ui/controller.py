@@ -12,7 +12,7 @@ from fastcore.basics import patch
 from ..foundation.config import ConfigError
 from ..runtime.faults import FaultReport, FaultSpec, RankState, RunFailed, RunHandle, stragglers
 from ..runtime.spec import make_spec
-from ..runtime.supervise import LocalLauncher
+from ..runtime.supervise import HostLoad, LocalLauncher
 from ..runtime import runner
 from .dashstate import DashboardState, RunLog, classify_failure, synthetic_records
 from ..comm.flight import lines, flight_table
@@ -77,7 +77,7 @@ def start(self: RunController, steps: int | None = None, fault: FaultSpec | dict
     self._q, self._stop, self._t0 = queue.Queue(), threading.Event(), time.monotonic()
     self._spec, self._started = spec, time.time()
     self._states = {r: dict(state="starting", step=None, last_op="") for r in range(st.world)}
-    st.set(status="starting", failure={}, progress=0.0, stragglers=[], message=f"starting {st.world} ranks…",
+    st.set(status="starting", failure={}, progress=0.0, stragglers=[], message=f"starting {st.world} ranks…", host_load=0.0,
            rank_states={r: dict(v) for r, v in self._states.items()})
     self._threads = [threading.Thread(target=self._main, args=(spec,), daemon=True, name="run"),
                      threading.Thread(target=self._pump, args=(steps,), daemon=True, name="run-pump")]
@@ -104,9 +104,13 @@ def _main(self: RunController, spec):
     try:
         h, i = runner.start(spec, self.launcher), 0
         self.handle = h
+        procs = getattr(h, "procs", None)            # local ranks: measure what else keeps this host busy meanwhile
+        load, shown = (HostLoad(lambda: [p.pid for p in procs]), 0.0) if procs else (None, 0.0)
         while True:                      # read what each poll booked (`status()` polls too), so no record is missed
             h.poll(); new, i = h.records[i:], len(h.records)
             for rec in new: self._q.put(("rec", rec))
+            b = load.sample(min_s=1.0) if load is not None and i else None     # from the first record on
+            if b is not None and abs(b - shown) >= 0.05: shown = round(b, 2); self._post(host_load=shown)
             if self._stop.is_set(): h.cancel(); self._q.put(("stopped", None)); return
             if h.failure_seen_at is not None or all(v not in ("running", "starting") for v in h.status().values()): break
             time.sleep(self.interval / 2)

@@ -270,11 +270,17 @@ class ScheduleView:
         replace_figure(self.fig, pp.schedule_figure(tl, title=f"{c.schedule}, bubble {tl.bubble_fraction:.1%}"))
 
 # %% ../../nbs/60_ui/67_panels.ipynb #2fe593b9
-def estimate_for(state: DashboardState):
+def estimate_for(state: DashboardState,
+                 background: float = 0.0):   # cores other processes keep busy on this host (a CPU profile prices the rest)
     "The cost model's estimate of the pick, with this machine's calibrated profile when the archive has one for its topology; None when broken."
     from supernode_nb.cost import costmodel as cm
+    from supernode_nb.cost.profile import find_profile
     if state.errors: return None
-    return cm.estimate(state.spec(), state.config(), placement=state.placement(), profile="auto")
+    topo, prof = state.topo(), "auto"
+    if background > 0:
+        p = find_profile(getattr(topo, "preset", None) or topo.name)
+        if p is not None and p.kind == "cpu": prof = p.loaded(min(background, p.devices - 0.25))
+    return cm.estimate(state.spec(), state.config(), placement=state.placement(), profile=prof)
 
 def _est_source(st, est=None) -> str:
     "Which model made the estimate, with which figures (a machine profile or the preset's), and how far to trust it."

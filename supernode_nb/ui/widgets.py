@@ -129,10 +129,12 @@ class LiveView:
         self.every, self._last, self._timer = every, 0.0, None
         self.fig = go.FigureWidget(live_figure(state.world))
         self.estimate: dict | None = None
+        self.idle_step_s: float | None = None   # the estimate on an idle host (before the run's background was measured)
         self.note = W.HTML()
         self.redraws, self._lock = 0, threading.Lock()
         state.observe(self.log.guard(self.redraw), "tick")
         state.observe(self.log.guard(lambda ch: self.redraw(force=True)), "status")   # the last records, whenever the run ends
+        state.observe(self.log.guard(self._loaded), "host_load")
         self.widget = _box(self.note, self.fig, cls="snb-live")
 
     def reset(self, ctl: RunController | None = None):
@@ -141,9 +143,8 @@ class LiveView:
         spec = st.spec()
         try: est = estimate_for(st)
         except Exception as e: est = None; self.log.write("estimate", e)
-        self.estimate = estimate_parts(est) if est is not None else None
-        self.note.value = ("" if est is None else f'<span class="snb-est" data-step-s="{est.step_time_s:.6g}">estimate beside the '
-                           f'measurement: {html.escape(_est_line(est))} — {html.escape(_est_source(st, est))}</span>')
+        self._show(est)
+        self.idle_step_s = None if est is None else est.step_time_s
         with self._lock:
             self.world = st.world
             replace_figure(self.fig, live_figure(st.world, experts=spec.experts))
@@ -161,6 +162,21 @@ class LiveView:
             if getattr(self, "world", None) != log.world: return   # the figure is not (yet) this run's
             update_live(self.fig, log, self.estimate, slow=[x["rank"] for x in self.state.stragglers])
             self.redraws, self._last = self.redraws + 1, now
+
+    def _show(self, est, extra: str = "", load: float = 0.0):
+        self.estimate = estimate_parts(est) if est is not None else None
+        self.note.value = ("" if est is None else f'<span class="snb-est" data-step-s="{est.step_time_s:.6g}" data-host-load="{load:.2f}">'
+                           f'estimate beside the measurement: {html.escape(_est_line(est))} — {html.escape(_est_source(self.state, est))}{extra}</span>')
+
+    def _loaded(self, ch):
+        "Re-price the run for the cores other processes keep busy while it computes (measured by the controller)."
+        b = self.state.host_load
+        if b <= 0 or self.idle_step_s is None: return
+        est = estimate_for(self.state, background=b)
+        if est is None or est.step_time_s == self.idle_step_s: return     # not a CPU profile: nothing to re-price
+        self._show(est, f"; priced for the {b:.2f} cores other processes (this page, its kernel) kept busy during the run "
+                        f"(on an idle host: {self.idle_step_s * 1e3:.1f} ms)", load=b)
+        self.redraw(force=True)
 
     def _trailing(self):
         self._timer = None
