@@ -73,7 +73,8 @@ def test_calibration_is_measured_and_saved(prof, tmp_path, capsys):
     assert prof.region_s > 0 and prof.recompute_op_s >= 0 and prof.penalty_s["2"] >= 0 and 0 <= prof.overlap["2"] <= 1
     fits = prof.links["loopback"]["2×2"]
     assert {"all", "all_reduce", "all_to_all", "send_recv", "handoff"} <= set(fits)
-    assert all(bw > 0 and lat >= 0 for bw, lat in fits.values())
+    assert all(bw > 0 and lat >= 0 and call >= 0 for bw, lat, call in fits.values())   # gloo: a cost per call besides α–β
+    assert prof.backend == "gloo"
     assert cli_calibrate(["--quick", "--worlds", "2", "--name", "saved", "--archive", str(tmp_path / "a.sqlite"), "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["saved"] and find_profile("local", path=tmp_path / "a.sqlite").name == "saved"
