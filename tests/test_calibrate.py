@@ -5,6 +5,7 @@ asserted: the collectives the prediction charges are the ones the runtime issues
 prediction moves the way the physics says when one measured figure moves, the calibration's figures are measured
 and saved, and predicted and measured parts line up for a real run."""
 import dataclasses, json, math, multiprocessing as mp
+import numpy as np
 import pytest
 from supernode_nb.foundation.config import ParallelConfig as P, get_model
 from supernode_nb.cost.profile import MachineProfile, find_profile
@@ -89,3 +90,16 @@ def test_parts_line_up_with_a_real_run(prof):
         assert (g.measured_s > 0).all() and (g.repeats == 2).all()
         assert g[g.part == "step"].measured_s.iloc[0] >= 0.5 * g[g.part != "step"].measured_s.sum()   # a step holds its parts
     assert mp.active_children() == []
+
+
+@pytest.mark.parametrize("model,cfg", [("tiny-gpt", P(dp=2, global_batch_size=2)), ("tiny-moe", P(dp=2, ep=2, global_batch_size=2))])
+def test_priced_ddp_operators_are_the_engines(model, cfg):
+    "The operators the cost model prices for this engine's DDP (4 per parameter tensor, 3 per bucket) are the ones it dispatches."
+    from supernode_nb.cost.steptime import engine_tensors, ENGINE_BUCKET_BYTES, _columns, _memory, _counts
+    from supernode_nb.foundation.config import get_model
+    m = get_model(model)
+    n = spawn("supernode_nb.runtime.accuracy:ddp_op_count_worker", cfg.world_size, model=m.to_dict(), cfg=cfg.to_dict())[0]
+    mem = _memory(m, _columns([cfg]), _counts(m), True, 4)[2]
+    buckets = sum(int(np.ceil(4 * float(np.asarray(mem[k]).reshape(-1)[0]) / ENGINE_BUCKET_BYTES)) for k in ("Pd", "Pe") if np.asarray(mem[k]).reshape(-1)[0] > 0)
+    priced = 4 * int(engine_tensors(m, m.layers, cfg.ep)) + 3 * buckets
+    assert abs(n - priced) <= 0.01 * priced, (n, priced)

@@ -17,7 +17,8 @@ from .memory import (_counts, _memory, step_flops, SCHEDULE_CODE, RECOMPUTE_CODE
 __all__ = ['AXIS_GROUPS', 'FP32_TFLOPS', 'FP32_RATIO_ASSUMED', 'EFFICIENCY', 'HBM_EFFICIENCY', 'BUS_EFFICIENCY',
            'ELEM_REPLICATED', 'CAUSAL_EXECUTED', 'OPS_PER_LAYER', 'KERNEL_GAP_S', 'SCORE_ELEMS', 'LOGIT_BYTES',
            'EAGER_REPLICATED', 'EAGER_BACKWARD', 'ENGINE_OPS', 'COMM_AXES', 'ENGINE_BUCKET_BYTES', 'RING_ONLY',
-           'peak_tflops', 'efficiency_for', 'engine_ops', 'blocking_collectives', 'collectives_per_step']
+           'peak_tflops', 'efficiency_for', 'engine_ops', 'engine_tensors', 'blocking_collectives',
+           'collectives_per_step']
 
 # %% ../../nbs/10_cost/16_steptime.ipynb #43197a2d
 AXIS_GROUPS = {"tp": "tp", "cp": "cp", "dp": "dp-cp", "pp": "pp", "ep": "ep", "edp": "edp"}   # axis -> layout group its collectives use
@@ -150,6 +151,17 @@ def engine_ops(model: ModelSpec,   # the model
     fb = layers * (k["layer"] + E * k["expert"]) + k["stage"] + rec + par
     return dict(fwd_bwd=fb, recompute=rec, regions=layers * (full | sel),
                 optimizer=layers * (k["opt_layer"] + E * k["opt_expert"]) + k["opt_stage"])
+
+# %% ../../nbs/10_cost/16_steptime.ipynb #aca511a2
+def engine_tensors(model: ModelSpec,   # the model
+                   layers,             # layers on the stage
+                   ep=1,               # expert-parallel degree (local experts = experts / ep)
+                   pp=1) -> np.ndarray:   # pipeline stages: the last holds the final norm and the head, the only one priced
+    "Parameter tensors this engine's GPT holds on the slowest (last) stage: weights, and biases where the model has them."
+    b, g = 1 + int(model.bias), int(model.gated_mlp)
+    mlp = (1 + np.asarray(model.experts) // np.asarray(ep) * (2 + g) * b) if model.is_moe else (2 + g) * b   # MoE: a router
+    stage = np.where(np.asarray(pp) > 1, 0, 1 + int(model.learned_pos)) + b + (0 if model.tied_embeddings else 1)
+    return np.asarray(layers) * (4 * b + mlp) + stage                            # 2 norms, qkv and proj; embeddings, norm, head
 
 # %% ../../nbs/10_cost/16_steptime.ipynb #af8472f1
 def _compute(model, C, c, mem, rate, hbm_GBps, o):
@@ -304,6 +316,12 @@ def _costs(model: ModelSpec, C: dict, topo: Topology, links: dict, efficiency, d
     other = 28 * local / (hbm * 1e9 * HBM_EFFICIENCY) if profile is None else (
         _vec(lambda p, n, r: profile.optimizer_s(p, n_ops=int(n), ranks_per_host=int(r)))(local, engine_ops(model, mem["Ls"], C["ep"], C["rc"])["optimizer"], o["rph"])
         + _vec(lambda mm, r: profile.executor_s(int(mm), int(r)))(m, o["rph"]))
+    if profile is not None:                                 # this engine's DDP: per step, each tensor's gradient flattened
+        ddp = (mem["D"] > 1) & (C["zero"] == 0)             # into its bucket from a hook, then copied back (see above)
+        n_t = engine_tensors(model, mem["Ls"], C["ep"], pp)
+        n_b = np.maximum(np.ceil(C.get("rw", w) * mem["Pd"] / o["bucket"]), 1) + np.where(mem["Pe"] > 0, np.maximum(np.ceil(C.get("rw", w) * mem["Pe"] / o["bucket"]), 1), 0)
+        penalty = penalty + ddp * _vec(lambda n, r: profile.compute_s(0.0, ranks_per_host=int(r), n_ops=int(n)))(n_t + 2 * n_b, rph)
+        other = other + ddp * _vec(lambda n, r: profile.optimizer_s(0.0, n_ops=int(n), ranks_per_host=int(r)))(3 * n_t, rph)
     tf, tl = sum(first.values()), sum(last.values())
     compute = m * t["t_mb"] + penalty                       # ranks sharing cores are priced all busy (closer to the
                                                             # runs than crediting a blocked rank's core to the others)

@@ -12,8 +12,9 @@ from ..cost.profile import MachineProfile
 from .probes import measure
 
 # %% auto #0
-__all__ = ['LAYOUTS', 'resolve_layouts', 'collective_counts_worker', 'op_count_worker', 'predict', 'compare', 'kendall_tau',
-           'local_check', 'summary', 'check_figure', 'scatter_figure', 'local_scaling', 'local_scaling_figure']
+__all__ = ['LAYOUTS', 'resolve_layouts', 'collective_counts_worker', 'op_count_worker', 'ddp_op_count_worker', 'predict',
+           'compare', 'kendall_tau', 'local_check', 'summary', 'check_figure', 'scatter_figure', 'local_scaling',
+           'local_scaling_figure']
 
 # %% ../../nbs/40_runtime/47_accuracy.ipynb #fbec86ef
 _P = ParallelConfig
@@ -77,6 +78,29 @@ def op_count_worker(rank: int, world_size: int, model: dict, cfg: dict) -> int |
     fb = lambda: pm.loss_fn(pm.chunks[0](tok), tok).backward()
     fb()                                                    # warm-up: lazily built state
     n = count_ops(fb)
+    return n if rank == 0 else None
+
+def ddp_op_count_worker(rank: int, world_size: int, model: dict, cfg: dict) -> int | None:
+    "Worker: aten operators this engine's DDP adds to a step on rank 0 (its hooks' flattening, the all-reduces, the copy-back)."
+    import torch
+    from contextlib import nullcontext
+    from supernode_nb.foundation.layout import RankLayout
+    from supernode_nb.comm.collectives import Comm
+    from supernode_nb.parallel.engine import parallelize
+    from supernode_nb.parallel.zero import data_parallel_optimizer
+    from supernode_nb.runtime.calibrate import count_ops
+    torch.set_num_threads(1)
+    spec, c = ModelSpec(**model), ParallelConfig(**cfg)
+    layout = RankLayout.from_config(c)
+    pm = parallelize(spec, c, layout, rank, Comm.from_layout(layout, rank))
+    ddp, opt = data_parallel_optimizer(pm, torch.optim.AdamW, {})
+    tok = torch.randint(0, spec.vocab, (c.micro_batch_size, spec.seq_len))
+    def fb(sync: bool):
+        with (nullcontext() if sync else ddp.no_sync()): pm.loss_fn(pm.chunks[0](tok), tok).backward()
+        if sync: ddp.finish()
+        opt.zero_grad()
+    fb(True)                                                # warm-up: lazily built state
+    n = count_ops(lambda: fb(True)) - count_ops(lambda: fb(False))
     return n if rank == 0 else None
 
 # %% ../../nbs/40_runtime/47_accuracy.ipynb #6d8a72e9
