@@ -103,19 +103,25 @@ def _level(self: MachineProfile, level: str) -> str:
 def link(self: MachineProfile, group_size: int, op: str = "all", level: str = "local", ranks_per_host: int | None = None,
          pooled: bool = True) -> tuple[float, float, str]:   # False: the op's own fit where there is one
     "(GB/s, latency s, which fit) for `op` on groups of `group_size` at `level`, `ranks_per_host` ranks on the host."
+    lv, key, o = self._fit_key(group_size, op, level, ranks_per_host, pooled)
+    f = self.links[lv][key][o]
+    return float(f[0]), float(f[1]), f"{lv} {key} {o}"
+
+@patch
+def _fit_key(self: MachineProfile, group_size: int, op: str, level: str, ranks_per_host: int | None, pooled: bool = True) -> tuple:
+    "(level, 'ranks×group', op) of the fit that prices `op`: the nearest group size measured, then the nearest world."
     lv = self._level(level); fits = self.links[lv]
     w = int(ranks_per_host or group_size)
     cands = [k for k in fits if int(k.split("×")[1]) == group_size] or list(fits)
     key = min(cands, key=lambda k: (abs(int(k.split("×")[1]) - group_size), abs(int(k.split("×")[0]) - w)))
     own = op in fits[key] and (op == "handoff" or not pooled or "all" not in fits[key])
-    o = op if own else "all"
-    return float(fits[key][o][0]), float(fits[key][o][1]), f"{lv} {key} {o}"
+    return lv, key, op if own else "all"
 
 @patch
 def call_s(self: MachineProfile, group_size: int, op: str = "all", level: str = "local", ranks_per_host: int | None = None) -> float:
     "Fixed seconds per call of the fit `link` picks (0 for fits without one: accelerators, older profiles)."
-    key, o = self.link(group_size, op, level, ranks_per_host)[2].split(" ")[1:]
-    f = self.links[self._level(level)][key][o]
+    lv, key, o = self._fit_key(group_size, op, level, ranks_per_host)
+    f = self.links[lv][key][o]
     return float(f[2]) if len(f) > 2 else 0.0
 
 _P2P = ("p2p", "send", "recv", "send_recv")

@@ -194,6 +194,10 @@ ENGINE_BUCKET_BYTES = 1 << 20   # this package's engine reduces gradients in 1 M
 RING_ONLY = ("all_gather", "reduce_scatter")   # NCCL and HCCL run these as rings (no tree): across nodes each rank's ring
                                                # traffic leaves through its own NIC, so no two-level shortcut applies
 
+def _n_buckets(params, rw, bucket=ENGINE_BUCKET_BYTES):
+    "Gradient buckets of `params` parameters reduced in `rw`-byte elements (at least one)."
+    return np.maximum(np.ceil(np.asarray(rw) * params / bucket), 1)
+
 def _vec(f):
     "`f` over numpy arrays, each distinct scalar argument tuple computed once."
     cache = {}
@@ -240,7 +244,7 @@ def _comm(model, C, mem, links, t, o):
     out["cp"] = np.where(C["cp"] > 1, m * Ls * cp_layer, 0)
     out["pp"] = np.where(pp > 1, 2 * v * m * ct("send_recv", act / tp, "pp"), 0)
     rw = C.get("rw", w)                                     # bytes per gradient element in the reduction
-    nbk = lambda P: np.maximum(np.ceil(rw * P / o["bucket"]), 1)        # each bucket is its own all_reduce: pays its latency
+    nbk = lambda P: _n_buckets(P, rw, o["bucket"])          # each bucket is its own all_reduce: pays its latency
     ar = nbk(Pd) * ct("all_reduce", rw * Pd / nbk(Pd), "dp") + nbk(Pe) * ct("all_reduce", rw * Pe / nbk(Pe), "edp")
     rs = ct("reduce_scatter", rw * Pd, "dp") + ct("reduce_scatter", rw * Pe, "edp")
     ag = ct("all_gather", w * Pd, "dp") + ct("all_gather", w * Pe, "edp")
@@ -279,7 +283,7 @@ def blocking_collectives(model: ModelSpec, C: dict, mem: dict) -> tuple:
     n_mb = (np.where(tp > 1, np.where(sp, 2 * (pairs + 1 + (pp == 1)) + 2, pairs + (pp == 1) + 3), 0) + np.where((ep > 1) & model.is_moe, 5 * Ls, 0)
             + np.where(cp > 1, 3 * Ls * (cp - 1) * (1 + full), 0) + np.where(pp > 1, 2 * v, 0)
             + np.where(C["zero"] >= 3, 3 * Ls, 0) * (mem["D"] > 1))
-    nb = lambda P: np.maximum(np.ceil(P * C.get("rw", mem["w"]) / ENGINE_BUCKET_BYTES), 1)   # priced with a profile: this engine
+    nb = lambda P: _n_buckets(P, C.get("rw", mem["w"]))    # priced with a profile: this engine
     buckets = np.where(mem["D"] > 1, nb(mem["Pd"]) + 1, 0) + np.where((mem["edp"] > 1) & (mem["Pe"] > 0), nb(mem["Pe"]), 0)
     return n_mb, buckets + np.where((tp > 1) & sp, 1, 0) + (pp > 1)   # pp: the loss broadcast
 
@@ -319,7 +323,7 @@ def _costs(model: ModelSpec, C: dict, topo: Topology, links: dict, efficiency, d
     if profile is not None:                                 # this engine's DDP: per step, each tensor's gradient flattened
         ddp = (mem["D"] > 1) & (C["zero"] == 0)             # into its bucket from a hook, then copied back (see above)
         n_t = engine_tensors(model, mem["Ls"], C["ep"], pp)
-        n_b = np.maximum(np.ceil(C.get("rw", w) * mem["Pd"] / o["bucket"]), 1) + np.where(mem["Pe"] > 0, np.maximum(np.ceil(C.get("rw", w) * mem["Pe"] / o["bucket"]), 1), 0)
+        n_b = _n_buckets(mem["Pd"], C.get("rw", w), o["bucket"]) + np.where(mem["Pe"] > 0, _n_buckets(mem["Pe"], C.get("rw", w), o["bucket"]), 0)
         penalty = penalty + ddp * _vec(lambda n, r: profile.compute_s(0.0, ranks_per_host=int(r), n_ops=int(n)))(n_t + 2 * n_b, rph)
         other = other + ddp * _vec(lambda n, r: profile.optimizer_s(0.0, n_ops=int(n), ranks_per_host=int(r)))(3 * n_t, rph)
     tf, tl = sum(first.values()), sum(last.values())
