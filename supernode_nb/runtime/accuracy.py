@@ -63,18 +63,22 @@ def collective_counts_worker(rank: int, world_size: int, model: dict, cfg: dict)
     for r in rec.records: out.setdefault(r.axis, {}); out[r.axis][r.op] = out[r.axis].get(r.op, 0) + 1
     return out if rank == world_size - 1 else None
 
-def op_count_worker(rank: int, world_size: int, model: dict, cfg: dict) -> int | None:
-    "Worker: aten operators (collectives included) of one micro-batch's forward + backward on rank 0 of `cfg` (no pipeline)."
+def _rank_model(rank: int, model: dict, cfg: dict):
+    "(this rank's `ParallelModel` of `cfg`, one micro-batch of tokens): what the counting workers run, one thread."
     import torch
     from supernode_nb.foundation.layout import RankLayout
     from supernode_nb.comm.collectives import Comm
     from supernode_nb.parallel.engine import parallelize
-    from supernode_nb.runtime.calibrate import count_ops
     torch.set_num_threads(1)
     spec, c = ModelSpec(**model), ParallelConfig(**cfg)
     layout = RankLayout.from_config(c)
     pm = parallelize(spec, c, layout, rank, Comm.from_layout(layout, rank))
-    tok = torch.randint(0, spec.vocab, (c.micro_batch_size, spec.seq_len))
+    return pm, torch.randint(0, spec.vocab, (c.micro_batch_size, spec.seq_len))
+
+def op_count_worker(rank: int, world_size: int, model: dict, cfg: dict) -> int | None:
+    "Worker: aten operators (collectives included) of one micro-batch's forward + backward on rank 0 of `cfg` (no pipeline)."
+    from supernode_nb.runtime.calibrate import count_ops
+    pm, tok = _rank_model(rank, model, cfg)
     fb = lambda: pm.loss_fn(pm.chunks[0](tok), tok).backward()
     fb()                                                    # warm-up: lazily built state
     n = count_ops(fb)
@@ -84,17 +88,10 @@ def ddp_op_count_worker(rank: int, world_size: int, model: dict, cfg: dict) -> i
     "Worker: aten operators this engine's DDP adds to a step on rank 0 (its hooks' flattening, the all-reduces, the copy-back)."
     import torch
     from contextlib import nullcontext
-    from supernode_nb.foundation.layout import RankLayout
-    from supernode_nb.comm.collectives import Comm
-    from supernode_nb.parallel.engine import parallelize
     from supernode_nb.parallel.zero import data_parallel_optimizer
     from supernode_nb.runtime.calibrate import count_ops
-    torch.set_num_threads(1)
-    spec, c = ModelSpec(**model), ParallelConfig(**cfg)
-    layout = RankLayout.from_config(c)
-    pm = parallelize(spec, c, layout, rank, Comm.from_layout(layout, rank))
+    pm, tok = _rank_model(rank, model, cfg)
     ddp, opt = data_parallel_optimizer(pm, torch.optim.AdamW, {})
-    tok = torch.randint(0, spec.vocab, (c.micro_batch_size, spec.seq_len))
     def fb(sync: bool):
         with (nullcontext() if sync else ddp.no_sync()): pm.loss_fn(pm.chunks[0](tok), tok).backward()
         if sync: ddp.finish()
