@@ -203,7 +203,7 @@ def test_dashboard_in_browser(lab):
             browser.close()
     assert first is not None and first < 60, timings
     for k, v in acc.items(): assert v and v["steps"] >= STEPS - 2 and v["estimate_s"] > 0, (k, v)   # both shown, every step
-    for k, v in acc.items():   # issue 10: the estimate the dashboard shows (priced for the host's other load, measured
-        assert v["host_load"] >= 0, (k, v)   # while the run computed) within 25 % of the measured step
+    for k, v in acc.items():   # issue 10: the estimate the dashboard shows within 25 % of the measured step, priced for the
+        assert v["host_load"] > 0, (k, v)    # cores the page and its kernel keep busy while the run computes (always some)
         assert abs(v["error_pct"]) <= 25, f"{k}: estimate {v['estimate_s'] * 1e3:.1f} ms vs measured {v['measured_s'] * 1e3:.1f} ms " \
                                           f"({v['error_pct']:+.1f} %), {v['host_load']:.2f} cores busy elsewhere, load {os.getloadavg()[0]:.1f}"

@@ -117,13 +117,6 @@ def _fit_key(self: MachineProfile, group_size: int, op: str, level: str, ranks_p
     own = op in fits[key] and (op == "handoff" or not pooled or "all" not in fits[key])
     return lv, key, op if own else "all"
 
-@patch
-def call_s(self: MachineProfile, group_size: int, op: str = "all", level: str = "local", ranks_per_host: int | None = None) -> float:
-    "Fixed seconds per call of the fit `link` picks (0 for fits without one: accelerators, older profiles)."
-    lv, key, o = self._fit_key(group_size, op, level, ranks_per_host)
-    f = self.links[lv][key][o]
-    return float(f[2]) if len(f) > 2 else 0.0
-
 _P2P = ("p2p", "send", "recv", "send_recv")
 
 @patch
@@ -138,13 +131,15 @@ def collective_s(self: MachineProfile, op: str,                   # all_reduce, 
     priced = "send_recv" if fit in ("send_recv", "handoff") else fit
     n = 2 if priced == "send_recv" else group_size   # a message is between two ranks, whatever group they belong to
     rph = ranks_per_host or group_size
-    bw, lat, _ = self.link(n, fit, level, rph)
+    lv, key, o = self._fit_key(n, fit, level, rph)
+    f = self.links[lv][key][o]                       # [GB/s, α, cost per call (gloo profiles only)]
+    bw, lat, call = float(f[0]), float(f[1]), float(f[2]) if len(f) > 2 else 0.0
     alg = BACKEND_ALGORITHMS.get(self.backend, {}).get(priced)
-    if alg is None: t = self.call_s(n, fit, level, rph) + collective_time(priced, nbytes, n, bw, lat)[0]
+    if alg is None: t = collective_time(priced, nbytes, n, bw, lat)[0]
     else:
         ca, cb = coefficients(priced, alg, n)
-        t = self.call_s(n, fit, level, rph) + float(ca) * lat + float(cb) * nbytes / (bw * 1e9)
-    return t / self._busy(rph)                       # gloo's threads run on the cores the background takes too
+        t = float(ca) * lat + float(cb) * nbytes / (bw * 1e9)
+    return (call + t) / self._busy(rph)              # gloo's threads run on the cores the background takes too
 
 # %% ../../nbs/10_cost/14_profile.ipynb #97cb5d94
 @patch
