@@ -39,7 +39,7 @@ def test_estimate_explicit_dims_equal_preset():
 
 def test_estimate_oom_names_cause_and_fix():
     r = cli("estimate", "--model", "gpt3-175b", "--topology", "dgx-a100-superpod", "--tp", "8", "--pp", "8", "--dp", "16",
-            "--global-batch", "1536", "--json")
+            "--global-batch", "1536", "--micro-batch", "4", "--json")
     d = json.loads(r.stdout)
     assert r.returncode == 0 and d["oom"] is True and d["fits"] is False
     assert d["advice"][0].startswith("out of memory:") and "biggest: activations" in d["advice"][0]

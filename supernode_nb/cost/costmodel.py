@@ -41,7 +41,7 @@ class Estimate:
     microbatches: int = 1
     hfu: float = 0.0                # hardware FLOPs utilisation: hw_tflops_per_device / peak
     dtype: str = "bf16"             # the compute dtype priced
-    peak_tflops: float = 0.0        # the device's peak in that dtype
+    peak_tflops: float = 0.0        # the device's peak in that dtype (bf16's under fp8: MFU and HFU are against it)
     profile: str = ""               # the machine profile the figures come from, or why none
 
     @property
@@ -67,11 +67,11 @@ def _check(model, cfg, allow_uneven):
 # %% ../../nbs/10_cost/12_costmodel.ipynb #5e38353a
 def resolve_dtype(model: ModelSpec,         # the model (bytes_per_param: 2 for the large presets)
                   cfg: ParallelConfig,      # the configuration (its dtype)
-                  dtype: str | None = None  # an explicit fp32 or bf16
+                  dtype: str | None = None  # an explicit fp32, bf16 or fp8 (float8 linears)
                  ) -> str:
     "The dtype an estimate prices: `dtype` when given; else the config's bf16; else bf16 for a model stored in 2 bytes (the large presets), fp32 otherwise."
     if dtype is not None:
-        if dtype not in DTYPE_BYTES: raise ValueError(f"dtype {dtype!r} unknown; use fp32 or bf16")
+        if dtype not in DTYPE_BYTES: raise ValueError(f"dtype {dtype!r} unknown; use fp32, bf16 or fp8")
         return dtype
     if getattr(cfg, "dtype", "fp32") != "fp32": return cfg.dtype
     return "bf16" if model.bytes_per_param == 2 else "fp32"
@@ -95,7 +95,7 @@ def estimate(model: ModelSpec, cfg: ParallelConfig, topology: Topology | str = "
              dp_overlap: float = 1.0,            # share of the compute window data-parallel traffic can hide behind
              mem_fraction: float = 1.0,          # usable share of device memory for the OOM verdict
              allow_uneven: bool = False,         # allow layers not divisible by pp × v (the slowest stage gets ⌈l/(pp·v)⌉ per chunk)
-             dtype: str | None = None,           # fp32 or bf16; None: `resolve_dtype` (the config's, or the model's own)
+             dtype: str | None = None,           # fp32, bf16 or fp8; None: `resolve_dtype` (the config's, or the model's own)
              profile=None,                       # None (preset figures), "auto", a profile name, or a MachineProfile
              tp_overlap: bool = False,           # TP communication pipelined with the matmuls (Megatron --tp-comm-overlap)
              advise: bool = True) -> Estimate:
@@ -179,8 +179,8 @@ def _estimate_text(e: Estimate) -> str:
     b = e.breakdown
     comm = ", ".join(f"{a} {v:.3g}s" for a, v in b["comm_s"].items() if v > 0) or "none"
     lines = [f"{e.model} on {e.devices} × {e.topology}: step {e.step_time_s:.3g} s, {e.tokens_per_s:,.0f} tokens/s, "
-             f"{e.tflops_per_device:.1f} TFLOP/s per device (model FLOPs), MFU {100 * e.mfu:.1f} %, HFU {100 * e.hfu:.1f} % "
-             f"({e.dtype}, peak {e.peak_tflops:g})",
+             f"{e.tflops_per_device:.1f} TFLOP/s per device (model FLOPs), MFU {100 * e.mfu:.1f} %, HFU {100 * e.hfu:.1f} % " +
+             (f"(fp8 linears, MFU against the bf16 peak {e.peak_tflops:g})" if e.dtype == "fp8" else f"({e.dtype}, peak {e.peak_tflops:g})"),
              f"  compute {b['compute_s']:.3g}s | comm {comm} | bubble {b['bubble_s']:.3g}s | other {b['other_s']:.3g}s",
              f"  memory {_gib(e.memory_per_device_bytes)} of {_gib(e.memory_limit_bytes)}: " +
              ", ".join(f"{k} {_gib(v)}" for k, v in e.memory_breakdown.items()) + (" — OUT OF MEMORY" if e.oom else ""),

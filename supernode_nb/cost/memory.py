@@ -16,7 +16,7 @@ __all__ = ['SCHEDULE_CODE', 'RECOMPUTE_CODE', 'DTYPE_BYTES', 'CATEGORIES', 'DDP_
 # %% ../../nbs/10_cost/15_memory.ipynb #5b571358
 SCHEDULE_CODE = {"gpipe": 0, "1f1b": 1, "interleaved": 2, "zb-h1": 3}   # zb-h1: zero-bubble H1 (Qi et al. 2023)
 RECOMPUTE_CODE = {"none": 0, "selective": 1, "full": 2}
-DTYPE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2}
+DTYPE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 2}   # bytes per weight / activation element; fp8 training keeps them in bf16
 
 def _counts(m: ModelSpec) -> dict:
     "Parameter counts by place (per layer: dense part, expert part; embedding, head, final norm) and matmul weights per token."
@@ -28,7 +28,7 @@ def _counts(m: ModelSpec) -> dict:
     return dict(dense=attn + 2 * h * (1 + b) + router + (0 if m.is_moe else mlp1),   # per layer, sharded by tp
                 expert=m.experts * mlp1 if m.is_moe else 0,                           # per layer, sharded by tp × ep
                 emb=m.vocab * h + (m.seq_len * h if m.learned_pos else 0), head=m.vocab * h, fnorm=h * (1 + b),
-                lin=2 * h * h + 2 * h * kv + (m.top_k if m.is_moe else 1) * mats * h * f + router)
+                lin=2 * h * h + 2 * h * kv + (m.top_k if m.is_moe else 1) * mats * h * f + router, router=router)
 
 def _code(x, table: dict, what: str):
     "Integer codes of names in `table` (arrays of codes pass through); a clear error for unknown names."
@@ -48,12 +48,13 @@ def step_flops(model: ModelSpec, sequences, recompute: str = "none") -> tuple[fl
     return mf, mf + rec
 
 # %% ../../nbs/10_cost/15_memory.ipynb #a8c3c151
-def activation_bytes_per_layer(model: ModelSpec, micro_batch, tp=1, cp=1, sequence_parallel=False, recompute="none"):
+def activation_bytes_per_layer(model: ModelSpec, micro_batch, tp=1, cp=1, sequence_parallel=False, recompute="none",
+                               flash: bool = False):   # flash attention: the b·a·s² scores are never stored
     "Bytes of activations one layer keeps per micro-batch (Korthikanti Table 2); numpy-broadcastable."
     rc = _code(recompute, RECOMPUTE_CODE, "recompute")
     t, sp = np.asarray(tp, dtype=float), np.asarray(sequence_parallel, dtype=bool)
     s = model.seq_len / np.asarray(cp, dtype=float)
-    sbh, a5 = np.asarray(micro_batch) * s * model.hidden, 5 * model.heads * s / model.hidden
+    sbh, a5 = np.asarray(micro_batch) * s * model.hidden, np.where(flash, 0.0, 5 * model.heads * s / model.hidden)
     none = np.where(sp, sbh / t * (34 + a5), sbh * (10 + 24 / t + a5 / t))
     sel = np.where(sp, 34 * sbh / t, sbh * (10 + 24 / t))
     full = np.where(sp, 2 * sbh / t, 2 * sbh)   # the layer's input; sharded over tp under sequence parallelism
@@ -90,7 +91,8 @@ CATEGORIES = ("parameters", "gradients", "optimizer", "activations", "comm_buffe
 DDP_BUCKET_BYTES = 25 * 2**20   # torch DistributedDataParallel bucket_cap_mb default
 
 def _memory(model: ModelSpec, C: dict, c: dict, allow_uneven: bool, w=None,
-            engine: str = "megatron"):   # whose activations: "megatron" (Korthikanti) or "supernode_nb" (this package's engine)
+            engine: str = "megatron",   # whose activations: "megatron" (Korthikanti) or "supernode_nb" (this package's engine)
+            flash: bool = True):        # flash attention: no attention scores kept
     "Memory of the first and last stage by category, and the sizes the step time needs, for columns `C`."
     tp, cp, ep, dp, pp, v, mbs, zero, rc, sp, sched = (C[k] for k in ("tp", "cp", "ep", "dp", "pp", "v", "mbs", "zero", "rc", "sp", "sched"))
     m = C["gbs"] // (mbs * dp)
@@ -111,8 +113,8 @@ def _memory(model: ModelSpec, C: dict, c: dict, allow_uneven: bool, w=None,
     sbh = mbs * sl * model.hidden
     scale = np.asarray(w, dtype=float) / model.bytes_per_param   # activation_bytes_per_layer counts in the model's own dtype
     if engine == "megatron":
-        act = scale * activation_bytes_per_layer(model, mbs, tp, cp, sp, rc)
-        work = np.where(rc == 2, scale * activation_bytes_per_layer(model, mbs, tp, cp, sp, np.zeros_like(rc)), 0)
+        act = scale * activation_bytes_per_layer(model, mbs, tp, cp, sp, rc, flash)
+        work = np.where(rc == 2, scale * activation_bytes_per_layer(model, mbs, tp, cp, sp, np.zeros_like(rc), flash), 0)
     elif engine == "supernode_nb":
         act = engine_activation_bytes_per_layer(model, mbs, tp, cp, sp, rc, w, ep)
         work = np.where(rc == 2, engine_activation_bytes_per_layer(model, mbs, tp, cp, sp, np.zeros_like(rc), w, ep), 0)

@@ -326,7 +326,7 @@ def cli_plan(argv: list[str]) -> int:
     p.add_argument("--global-batch", type=int, required=True, help="global batch (sequences)")
     p.add_argument("--top", type=int, default=10); p.add_argument("--mem-fraction", type=float, default=0.9)
     p.add_argument("--min-devices", type=int, default=None); p.add_argument("--efficiency", type=float, default=None)
-    p.add_argument("--dtype", choices=("fp32", "bf16"), default=None, help="compute dtype (default: the model's own)")
+    p.add_argument("--dtype", choices=("fp32", "bf16", "fp8"), default=None, help="compute dtype (default: the model's own; fp8: float8 linears)")
     p.add_argument("--runnable", action="store_true", help="only plans this engine can run on the topology's backend")
     p.add_argument("--profile", default="auto", help="machine profile: auto, a saved name, or none")
     p.add_argument("--json", action="store_true")

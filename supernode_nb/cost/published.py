@@ -13,8 +13,7 @@ from ..foundation.topology import Topology, topology_for, GiB, H100 as _H100
 from .steptime import _costs, _columns, _analytic_links, efficiency_for, EFFICIENCY
 
 # %% auto #0
-__all__ = ['H100_500W', 'PUBLISHED_RUNS', 'UNPRICED_RUNS', 'PublishedRun', 'predict_run', 'fit_efficiency', 'leave_one_out',
-           'calibration_table']
+__all__ = ['H100_500W', 'PUBLISHED_RUNS', 'PublishedRun', 'predict_run', 'fit_efficiency', 'leave_one_out', 'calibration_table']
 
 # %% ../../nbs/10_cost/17_published.ipynb #def5fb2a
 @dataclass(frozen=True)
@@ -108,6 +107,19 @@ _TT8 = [
                                            ("-compile-fp8", "torch.compile + Float8 linears", True, True)), vals)],
 ]
 
+_TT_BIG = [   # torchtitan's 70B and 405B rows: torch.compile + Float8 linears (Tables 4 and 5)
+    *[_tt(f"tt-llama3-70b{'-asynctp' if a else ''}", "llama3-70b", _pc(dp=32, tp=8, zero=3, micro_batch_size=16, global_batch_size=512,
+          recompute="full", sequence_parallel=True, reduce_dtype="fp32"), v,
+          "local batch 16 = one micro-batch of 16 per dp rank; TP with SP; torch.compile + Float8 (Table 4)", a, compiled=True, fp8=True)
+      for a, v in ((False, 829), (True, 876))],
+    *[_tt(f"tt-llama3-405b-{sch}", "llama3-405b", _pc(dp=8, tp=8, pp=8, zero=1, micro_batch_size=4, global_batch_size=256, recompute="full",
+          sequence_parallel=True, schedule=sch, virtual_stages=v, reduce_dtype="fp32"), val,
+          "8 micro-batches of 4 (torchtitan 9dec370's default: as many as pp stages), full recompute, interleaved with 2 chunks per rank; 126 layers split unevenly; FSDP under PP keeps the weights "
+          "gathered across micro-batches and syncs gradients on the last one (ZeRO-1's traffic); torch.compile + Float8 + async TP "
+          "(Table 5)", tp_overlap=True, uneven=True, compiled=True, fp8=True)
+      for sch, v, val in (("1f1b", 1, 100), ("interleaved", 2, 128))],
+]
+
 PUBLISHED_RUNS: list[PublishedRun] = [
     *[_megatron(*r) for r in [("1.7b", 16, 2048, 24, 1, 1, 192, 408.8), ("7.1b", 32, 4096, 30, 2, 1, 192, 465.9),
                               ("16b", 48, 6144, 32, 4, 1, 192, 489.1), ("32b", 56, 7168, 48, 8, 1, 192, 459.6),
@@ -133,23 +145,7 @@ PUBLISHED_RUNS: list[PublishedRun] = [
                    _A100, "step_time_s", t, "MT-NLG paper §2.4",
                    "micro-batch 1, 1F1B, full recompute (its TFLOP/s match SC21 eq. 3), zero 1, A100 80 GB")
       for n, t in ((280, 60.1), (350, 50.2), (420, 44.4))],
-    *[r for r in _TT8 if not r.fp8_linear],
-]
-
-# torchtitan's other rows train the linears in Float8 (Tables 4 and 5 run torch.compile + Float8, which earlier versions of this
-# table modelled as bf16 eager): kept with their sources, not priced — `predict_run` refuses them, the fit and leave-one-out skip them
-UNPRICED_RUNS: list[PublishedRun] = [
-    *[r for r in _TT8 if r.fp8_linear],
-    *[_tt(f"tt-llama3-70b{'-asynctp' if a else ''}", "llama3-70b", _pc(dp=32, tp=8, zero=3, micro_batch_size=16, global_batch_size=512,
-          recompute="full", sequence_parallel=True, reduce_dtype="fp32"), v,
-          "local batch 16 = one micro-batch of 16 per dp rank; TP with SP; torch.compile + Float8 (Table 4)", a, compiled=True, fp8=True)
-      for a, v in ((False, 829), (True, 876))],
-    *[_tt(f"tt-llama3-405b-{sch}", "llama3-405b", _pc(dp=8, tp=8, pp=8, zero=1, micro_batch_size=1, global_batch_size=256, recompute="full",
-          sequence_parallel=True, schedule=sch, virtual_stages=v, reduce_dtype="fp32"), val,
-          "micro-batch 1, full recompute, interleaved with 2 chunks per rank; 126 layers split unevenly; FSDP under PP keeps the weights "
-          "gathered across micro-batches and syncs gradients on the last one (ZeRO-1's traffic); torch.compile + Float8 + async TP "
-          "(Table 5)", tp_overlap=True, uneven=True, compiled=True, fp8=True)
-      for sch, v, val in (("1f1b", 1, 100), ("interleaved", 2, 128))],
+    *_TT8, *_TT_BIG,
 ]
 
 # %% ../../nbs/10_cost/17_published.ipynb #ad7c144a
@@ -161,12 +157,11 @@ def predict_run(run: PublishedRun,   # the run
                 efficiency=None      # matmul efficiency (an array predicts for each); None: the fitted one for its device
                ) -> np.ndarray:
     "The model's value of `run.metric` for `run`."
-    if run.fp8_linear: raise ValueError(f"{run.name}: Float8 linears are not priced by this model (bf16, fp16 and fp32 only)")
     topo = run.topo()
     eff = np.atleast_1d(np.asarray(efficiency_for(topo.chip)[0] if efficiency is None else efficiency, dtype=float))
     C = {k: np.repeat(v, eff.size) for k, v in _columns([run.config]).items()}
     r = _costs(run.model, C, topo, _analytic_links(topo, C, run.config.order), eff, run.dp_overlap, run.allow_uneven,
-               dtype=run.config.dtype, tp_overlap=run.tp_overlap, flash=run.flash, fused=run.fused, selective_mm=run.selective_mm,
+               dtype="fp8" if run.fp8_linear else run.config.dtype, tp_overlap=run.tp_overlap, flash=run.flash, fused=run.fused, selective_mm=run.selective_mm,
                zero3_regather=run.zero3_regather)
     return _metric(run, r).reshape(np.shape(efficiency) if efficiency is not None else ())
 

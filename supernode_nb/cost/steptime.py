@@ -14,10 +14,10 @@ from .memory import (_counts, _memory, step_flops, SCHEDULE_CODE, RECOMPUTE_CODE
                                      DDP_BUCKET_BYTES)
 
 # %% auto #0
-__all__ = ['AXIS_GROUPS', 'FP32_TFLOPS', 'FP32_RATIO_ASSUMED', 'EFFICIENCY', 'HBM_EFFICIENCY', 'BUS_EFFICIENCY',
+__all__ = ['AXIS_GROUPS', 'FP32_TFLOPS', 'FP32_RATIO_ASSUMED', 'FP8_TFLOPS', 'EFFICIENCY', 'HBM_EFFICIENCY', 'BUS_EFFICIENCY',
            'ELEM_REPLICATED', 'CAUSAL_EXECUTED', 'OPS_PER_LAYER', 'KERNEL_GAP_S', 'SCORE_ELEMS', 'LOGIT_BYTES',
-           'EAGER_REPLICATED', 'EAGER_BACKWARD', 'ENGINE_OPS', 'COMM_AXES', 'ENGINE_BUCKET_BYTES', 'RING_ONLY',
-           'peak_tflops', 'efficiency_for', 'engine_ops', 'engine_tensors', 'blocking_collectives',
+           'EAGER_REPLICATED', 'EAGER_BACKWARD', 'FP8_CAST_BYTES', 'ENGINE_OPS', 'COMM_AXES', 'ENGINE_BUCKET_BYTES',
+           'RING_ONLY', 'peak_tflops', 'efficiency_for', 'engine_ops', 'engine_tensors', 'blocking_collectives',
            'collectives_per_step']
 
 # %% ../../nbs/10_cost/16_steptime.ipynb #43197a2d
@@ -83,19 +83,23 @@ def _placement_links(placement, cfg: ParallelConfig, max_groups: int = 16) -> di
 # %% ../../nbs/10_cost/16_steptime.ipynb #3967e015
 FP32_TFLOPS = {"A100 80GB SXM": 19.5, "H100 SXM": 66.9, "H100 96GB HBM2e (500 W)": 66.9, "B200 (GB200)": 80.0}  # datasheets, fp32 without TF32
 FP32_RATIO_ASSUMED = 1 / 8        # accelerators without an fp32 figure here: 1/8 of the bf16 peak (assumed)
+FP8_TFLOPS = {"H100 SXM": 1978.9, "H100 96GB HBM2e (500 W)": 1978.9, "B200 (GB200)": 5000.0}   # datasheets, dense float8 (half the sparse figure)
 
 def peak_tflops(chip,                # a `topology.Chip`
-                dtype: str = "bf16"  # compute dtype: bf16, fp16 or fp32
+                dtype: str = "bf16"  # compute dtype: bf16, fp16, fp32 or fp8
                ) -> tuple[float, str]:
     "(peak TFLOP/s of `chip` in `dtype`, where the figure comes from)."
     if dtype in ("bf16", "fp16"): return float(chip.tflops_bf16), "datasheet bf16"
-    if dtype != "fp32": raise ValueError(f"dtype {dtype!r} unknown; use fp32 or bf16")
+    if dtype == "fp8":
+        if chip.name in FP8_TFLOPS: return FP8_TFLOPS[chip.name], "datasheet fp8 (dense)"
+        raise ValueError(f"dtype fp8: no float8 rate for {chip.name!r} (held for {', '.join(FP8_TFLOPS)}); price it in bf16")
+    if dtype != "fp32": raise ValueError(f"dtype {dtype!r} unknown; use fp32, bf16 or fp8")
     if chip.name.startswith("cpu"): return float(chip.tflops_bf16), "cpu: its one figure is an fp32 matmul rate"
     if chip.name in FP32_TFLOPS: return FP32_TFLOPS[chip.name], "datasheet fp32 (no TF32)"
     return chip.tflops_bf16 * FP32_RATIO_ASSUMED, f"assumed: 1/{round(1 / FP32_RATIO_ASSUMED)} of the bf16 peak"
 
 EFFICIENCY: dict[str, float] = {   # chip name -> matmul efficiency, fitted to published runs (`published`)
-    "H100 SXM": 0.67, "A100 80GB SXM": 0.67, "H100 96GB HBM2e (500 W)": 0.485}
+    "H100 SXM": 0.67, "A100 80GB SXM": 0.67, "H100 96GB HBM2e (500 W)": 0.46}
 
 def efficiency_for(chip, efficiency: float | None = None) -> tuple[float, str]:
     "(efficiency, where it came from) for `chip`: the given value, the fitted one, or the fitted mean."
@@ -127,6 +131,22 @@ def _elementwise_bytes(model: ModelSpec, mbs, tp, cp, sp, w, fused: bool = True)
     if fused: rep, shard = ELEM_REPLICATED, (2 + g) * f / h                      # read f (2f gated), write f
     else: rep, shard = EAGER_REPLICATED, (4 + g) * f / h + (0 if model.learned_pos else 10 * (h + model.n_kv_heads * model.head_dim) / h)
     return w * sbh * (rep / np.where(sp, tp, 1) + shard / np.asarray(tp))
+
+FP8_CAST_BYTES = (5.0, 2.0)   # per element a float8 linear casts: amax, then scale and cast (read 2 + read 2 + write 1); and
+                              # per element of the transposed float8 copy a backward GEMM reads (read 1 + write 1)
+
+def _fp8_cast_bytes(model: ModelSpec, mbs, tp, cp, ep=1):
+    "(forward, backward) HBM bytes one layer's float8 linears spend on casts, on one rank and micro-batch (tensorwise"
+    "scaling, as torchtitan's Float8 and Transformer Engine do it): inputs and weights forward, output gradients backward,"
+    "and the transposed copies the weight- and input-gradient GEMMs read. Attention's core, the router and the LM head stay bf16."
+    h, kv, f = model.hidden, model.n_kv_heads * model.head_dim, model.ffn_hidden
+    k, g, mats = (model.top_k if model.is_moe else 1), (2 if model.gated_mlp else 1), (3 if model.gated_mlp else 2)
+    T, tp = np.asarray(mbs) * model.seq_len / np.asarray(cp), np.asarray(tp)
+    x = T * (h + k * h) + T * (h + k * f) / tp                # inputs: qkv and up read the whole (gathered) sequence, proj, down a shard
+    dy = T * (h + k * h) + T * (h + 2 * kv + k * g * f) / tp  # output gradients: proj's and down's whole, qkv's and up's a shard
+    wt = (2 * h * h + 2 * h * kv + mats * h * f * (model.experts / np.asarray(ep) if model.is_moe else 1)) / tp   # local weights
+    cast, tr = FP8_CAST_BYTES
+    return cast * (x + wt), cast * dy + tr * (x + dy + wt)
 
 # %% ../../nbs/10_cost/16_steptime.ipynb #6ea83edb
 ENGINE_OPS = dict(layer=100, layer_recompute=64, layer_selective=7, expert=49.6, expert_recompute=31.5, stage=37,   # fwd + bwd
@@ -174,7 +194,9 @@ def _compute(model, C, c, mem, rate, hbm_GBps, o):
     fwd_f = Ls * (lin_f + core_f) + 2 * T * h * model.vocab / tp          # the last stage adds the LM head
     mb_f = 3 * fwd_f + np.select([rc == 2, rc == 1], [Ls * (lin_f + core_f), Ls * (core_f + o.get("selective_mm", 0.0) * lin_f)], 0)
     n_ops = Ls * OPS_PER_LAYER * (3 + (rc == 2)) * (0.5 if o.get("fused", True) else 1.0)
-    if o["profile"] is None: t_mm = mb_f / rate + n_ops * KERNEL_GAP_S
+    fp8 = o.get("dtype") == "fp8"                           # the layers' linears (not the router) at the float8 rate
+    f8 = fp8 * Ls * 2 * T * (c["lin"] - c["router"]) / tp * (3 + np.select([rc == 2, rc == 1], [1.0, o.get("selective_mm", 0.0)], 0.0))
+    if o["profile"] is None: t_mm = (mb_f - f8) / rate + f8 / o.get("rate8", rate) + n_ops * KERNEL_GAP_S
     else:
         P, ops = o["profile"], engine_ops(model, Ls, C["ep"], rc, tp, sp)
         t_mm = _vec(lambda f, n, g, k, r: P.compute_s(f, dtype=o["dtype"], ranks_per_host=int(r), n_ops=int(n)) + P.recompute_s(g, k, int(r)))(
@@ -184,8 +206,9 @@ def _compute(model, C, c, mem, rate, hbm_GBps, o):
     e_pass = (_elementwise_bytes(model, mbs, tp, cp, sp, w, o.get("fused", True)) + scores) / bw
     t_logits = LOGIT_BYTES * T * model.vocab / tp / bw       # the loss over the vocabulary, forward and backward
     if o["profile"] is not None: e_pass, t_logits = 0.0, 0.0 # a profile's per-operator cost holds the element-wise work
-    t_mb = t_mm + Ls * e_pass * (1 + (1 if o.get("fused", True) else EAGER_BACKWARD) + (rc == 2)) + t_logits
-    t_fwd = t_mm * fwd_f / mb_f + Ls * e_pass + t_logits / 2
+    c_f, c_b = (Ls * x / bw for x in _fp8_cast_bytes(model, mbs, tp, cp, C["ep"])) if fp8 else (0.0, 0.0)
+    t_mb = t_mm + Ls * e_pass * (1 + (1 if o.get("fused", True) else EAGER_BACKWARD) + (rc == 2)) + t_logits + c_f * (1 + (rc == 2)) + c_b
+    t_fwd = t_mm * fwd_f / mb_f + Ls * e_pass + t_logits / 2 + c_f
     return dict(t_mb=t_mb, t_fwd=t_fwd, t_bwd=t_mb - t_fwd, t_mm=t_mm, t_core=t_mm * core_f / mb_f)
 
 # %% ../../nbs/10_cost/16_steptime.ipynb #6cb56de7
@@ -298,8 +321,10 @@ def _costs(model: ModelSpec, C: dict, topo: Topology, links: dict, efficiency, d
     "Memory (first and last stage, by category) and step time (by part) of the configurations in columns `C`."
     c, w = _counts(model), DTYPE_BYTES[dtype]
     engine = "supernode_nb" if profile is not None or getattr(topo, "preset", None) == "local" else "megatron"   # whose runtime
-    first, last, mem = _memory(model, C, c, allow_uneven, w, engine)
-    peak = peak_tflops(topo.chip, dtype)[0] * 1e12
+    first, last, mem = _memory(model, C, c, allow_uneven, w, engine, flash)
+    if dtype == "fp8" and profile is not None:
+        raise ValueError(f"dtype fp8: machine profile {getattr(profile, 'name', '')!r} measured no float8 matmuls; price fp8 from the datasheet (no profile)")
+    peak = peak_tflops(topo.chip, "bf16" if dtype == "fp8" else dtype)[0] * 1e12   # MFU and HFU against bf16's peak under fp8
     rate = peak * np.asarray(efficiency, dtype=float)
     hbm = topo.chip.hbm_GBps if profile is None else profile.memory_GBps
     rph = _rph(topo, C)
@@ -308,6 +333,7 @@ def _costs(model: ModelSpec, C: dict, topo: Topology, links: dict, efficiency, d
              selective_mm=selective_mm, regather=zero3_regather, engine=engine,
              bucket=ENGINE_BUCKET_BYTES if engine == "supernode_nb" else DDP_BUCKET_BYTES,
              levels=[l.name for l in topo.levels])
+    if dtype == "fp8": o["rate8"] = peak_tflops(topo.chip, "fp8")[0] * 1e12 * np.asarray(efficiency, dtype=float)
     t = _compute(model, C, c, mem, rate, hbm, o)
     comm = _comm(model, C, mem, links, t, o)
     sc, pp, v, m = C["sched"], C["pp"], C["v"], mem["m"]

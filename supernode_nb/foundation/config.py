@@ -11,9 +11,9 @@ from typing import Any
 from .core import AXES, DEFAULT_ORDER, Parser, UsageError, emit
 
 # %% auto #0
-__all__ = ['MODEL_PRESETS', 'SCHEDULES', 'RECOMPUTE', 'DTYPES', 'ModelSpec', 'num_params', 'get_model', 'ParallelConfig',
-           'ConfigError', 'check', 'validate', 'add_parallel_args', 'config_from_args', 'add_model_args',
-           'model_from_args', 'cli_validate']
+__all__ = ['MODEL_PRESETS', 'SCHEDULES', 'RECOMPUTE', 'DTYPES', 'REDUCE_DTYPES', 'ModelSpec', 'num_params', 'get_model',
+           'ParallelConfig', 'ConfigError', 'check', 'validate', 'add_parallel_args', 'config_from_args',
+           'add_model_args', 'model_from_args', 'cli_validate']
 
 # %% ../../nbs/00_foundation/01_config.ipynb #69602463
 @dataclass(frozen=True)
@@ -92,7 +92,8 @@ def get_model(name: str) -> ModelSpec:
 # %% ../../nbs/00_foundation/01_config.ipynb #1cc724b6
 SCHEDULES = ("gpipe", "1f1b", "interleaved", "zb-h1")
 RECOMPUTE = ("none", "selective", "full")
-DTYPES = ("fp32", "bf16")
+DTYPES = ("fp32", "bf16", "fp8")    # fp8: bf16 training whose linears multiply in float8 (priced; the engine runs fp32, bf16)
+REDUCE_DTYPES = ("fp32", "bf16")
 
 @dataclass(frozen=True)
 class ParallelConfig:
@@ -109,7 +110,7 @@ class ParallelConfig:
     virtual_stages: int = 1           # model chunks per pipeline rank (interleaved 1F1B)
     zero: int = 0                     # ZeRO stage 0–3
     recompute: str = "none"           # activation recompute: none, selective, full
-    dtype: str = "fp32"               # parameters and activations: fp32, or bf16 (fp32 master weights and optimizer)
+    dtype: str = "fp32"               # parameters and activations: fp32, or bf16 (fp32 master weights and optimizer); fp8 as bf16 with float8 linears (priced only)
     reduce_dtype: str = "fp32"        # dtype gradients are reduced in over dp (fp32 or bf16)
     order: str = DEFAULT_ORDER        # rank order, leftmost axis innermost
 
@@ -170,8 +171,8 @@ def check(model: ModelSpec, cfg: ParallelConfig, world_size: int | None = None) 
     if cfg.schedule not in SCHEDULES: e.append(f"schedule {cfg.schedule!r} unknown; use {', '.join(SCHEDULES)}")
     if cfg.recompute not in RECOMPUTE: e.append(f"recompute {cfg.recompute!r} unknown; use {', '.join(RECOMPUTE)}")
     if not 0 <= cfg.zero <= 3: e.append(f"zero={cfg.zero} must be 0, 1, 2 or 3")
-    for k in ("dtype", "reduce_dtype"):
-        if getattr(cfg, k) not in DTYPES: e.append(f"{k} {getattr(cfg, k)!r} unknown; use {', '.join(DTYPES)}")
+    for k, ok in (("dtype", DTYPES), ("reduce_dtype", REDUCE_DTYPES)):
+        if getattr(cfg, k) not in ok: e.append(f"{k} {getattr(cfg, k)!r} unknown; use {', '.join(ok)}")
     e += _check_order(cfg.order)
     if e and any(v < 1 for v in deg.values()): return e   # the rest divides by degrees
     tp, cp, dp, pp, ep, v = cfg.tp, cfg.cp, cfg.dp, cfg.pp, cfg.ep, cfg.virtual_stages
@@ -229,8 +230,9 @@ def add_parallel_args(p: Parser, world: bool = False):
     p.add_argument("--virtual-stages", type=int, default=1)
     p.add_argument("--zero", type=int, default=0)
     p.add_argument("--recompute", choices=RECOMPUTE, default="none")
-    p.add_argument("--dtype", choices=DTYPES, default="fp32", help="parameters and activations (bf16: fp32 master weights)")
-    p.add_argument("--reduce-dtype", choices=DTYPES, default="fp32", help="dtype of the gradient reduction over dp")
+    p.add_argument("--dtype", choices=DTYPES, default="fp32",
+                   help="parameters and activations (bf16: fp32 master weights; fp8: bf16 with float8 linears, priced only)")
+    p.add_argument("--reduce-dtype", choices=REDUCE_DTYPES, default="fp32", help="dtype of the gradient reduction over dp")
     if world: p.add_argument("--world", type=int, default=None, help="world size (default: the product of degrees)")
 
 def config_from_args(a) -> ParallelConfig:
