@@ -2,13 +2,14 @@
 
 Goal (issue 10 §4): median |error| <= 10 %, max <= 20 %, ZeRO-3 scaling rows included.
 Each row is predicted with its device type's one efficiency fitted to all the other rows (supernode_nb.cost.published).
-torchtitan's Float8 rows are priced with their linears in float8 (dtype "fp8").
+torchtitan's Float8 rows are priced with their linears in float8 (dtype "fp8"). Its long-context rows (context parallelism at
+32k-256k tokens, LONG_CONTEXT_RUNS) are reported beside: out of sample at the table's fitted efficiency, and leave-one-out with them in.
 Error = predicted / published - 1 on the row's own metric (TFLOP/s per GPU, seconds per iteration or tokens/s per GPU).
 Run: python benchmarks/published_runs.py
 """
 import json, os, time
 
-from supernode_nb.cost.published import PUBLISHED_RUNS, leave_one_out, fit_efficiency
+from supernode_nb.cost.published import PUBLISHED_RUNS, LONG_CONTEXT_RUNS, leave_one_out, fit_efficiency, predict_run
 
 
 # The model before the physical terms (commit faf03df: fitted κ, DP traffic hidden at any dp), leave-one-out on these same
@@ -16,6 +17,18 @@ from supernode_nb.cost.published import PUBLISHED_RUNS, leave_one_out, fit_effic
 # run from this tree): for comparison only.
 BEFORE = dict(commit="faf03df", loo_abs_error_pct=dict(median=15.1, max=281.6, mean=29.9), zero3_rows=dict(median=75.5, max=281.6),
               on_its_own_18_rows=dict(median=9.5, max=30.0))
+
+def _stats(a) -> dict:
+    return dict(n=int(a.size), median=round(float(a.median()), 1), max=round(float(a.max()), 1), within_20=int((a <= 20).sum()))
+
+def _long_context() -> dict:
+    "The long-context rows: out of sample (the efficiency fitted to the table) and leave-one-out with them added to the table."
+    rows = [dict(run=r.name, cp=r.config.cp, seq=r.model.seq_len, published=r.value, predicted=round(float(predict_run(r)), 1),
+                 error_pct=round(100 * (float(predict_run(r)) / r.value - 1), 1)) for r in LONG_CONTEXT_RUNS]
+    both = leave_one_out(PUBLISHED_RUNS + LONG_CONTEXT_RUNS)
+    return dict(out_of_sample=rows, loo_all_rows=_stats(both.error_pct.abs()),
+                loo_cp_ge_4=_stats(both[both.run.str.contains(r"-cp[48]-")].error_pct.abs()),
+                loo_cp_le_2=_stats(both[both.run.str.contains(r"-cp[12]-")].error_pct.abs()))
 
 def main():
     t0 = time.perf_counter()
@@ -31,6 +44,7 @@ def main():
                                                  mean=round(float(a.mean()), 1), within_10=int((a <= 10).sum()), within_20=int((a <= 20).sum())),
                           zero3_rows=dict(n=len(z3), median=round(float(z3.median()), 1), max=round(float(z3.max()), 1)), before=BEFORE,
                           by_source=groups, efficiency_fitted_on_all={k: v for k, v in fit_efficiency().items()},
+                          long_context=_long_context(),
                           per_row=[dict(run=r.run, metric=r.metric, published=r.published, predicted=r.predicted, error_pct=r.error_pct)
                                    for r in lo.itertuples()],
                           seconds=round(time.perf_counter() - t0, 2), load_avg_1min=os.getloadavg()[0]), indent=1))

@@ -13,7 +13,8 @@ from ..foundation.topology import Topology, topology_for, GiB, H100 as _H100
 from .steptime import _costs, _columns, _analytic_links, efficiency_for, EFFICIENCY
 
 # %% auto #0
-__all__ = ['H100_500W', 'PUBLISHED_RUNS', 'PublishedRun', 'predict_run', 'fit_efficiency', 'leave_one_out', 'calibration_table']
+__all__ = ['H100_500W', 'PUBLISHED_RUNS', 'LONG_CONTEXT_RUNS', 'PublishedRun', 'predict_run', 'fit_efficiency', 'leave_one_out',
+           'calibration_table']
 
 # %% ../../nbs/10_cost/17_published.ipynb #def5fb2a
 @dataclass(frozen=True)
@@ -85,9 +86,10 @@ _BLOOM = ModelSpec("bloom-176b", layers=70, hidden=14336, heads=112, ffn_hidden=
                    tied_embeddings=True, learned_pos=False)
 # MT-NLG shape (105 layers, h 20480, 128 heads) from Smith et al. 2022 §3; GPT-2 vocabulary padded to 51200
 _TT = "torchtitan benchmarks/llama3_h100_202412_torchtitan.md"
-def _tt(name, model, cfg, val, note, tp_overlap=False, uneven=False, compiled=False, fp8=False):
-    "A torchtitan row: eager unless `compiled` (torch.compile fuses the element-wise kernels); `fp8`: Float8 linears."
-    return PublishedRun(name, MODEL_PRESETS[model], cfg, _H100P, "tokens_per_s_per_device", val, _TT, note, H100_500W, uneven, tp_overlap,
+def _tt(name, model, cfg, val, note, tp_overlap=False, uneven=False, compiled=False, fp8=False, seq=None):
+    "A torchtitan row: eager unless `compiled` (torch.compile fuses the element-wise kernels); `fp8`: Float8 linears; `seq`: its sequence length."
+    m = MODEL_PRESETS[model] if seq is None else replace(MODEL_PRESETS[model], seq_len=seq)
+    return PublishedRun(name, m, cfg, _H100P, "tokens_per_s_per_device", val, _TT, note, H100_500W, uneven, tp_overlap,
                         flash=True, fused=compiled, selective_mm=0.5, zero3_regather=False, fp8_linear=fp8)
 
 _L3 = "Llama 3 herd of models (arXiv 2407.21783), Table 4: 405B on H100 (700 W, 80 GB), BF16 model TFLOP/s per GPU"
@@ -146,6 +148,21 @@ PUBLISHED_RUNS: list[PublishedRun] = [
                    "micro-batch 1, 1F1B, full recompute (its TFLOP/s match SC21 eq. 3), zero 1, A100 80 GB")
       for n, t in ((280, 60.1), (350, 50.2), (420, 44.4))],
     *_TT8, *_TT_BIG,
+]
+
+# torchtitan's long-context rows (Tables 2 and 6: context parallelism at 32k-256k tokens, torch.compile + Float8, full recompute):
+# priced, and reported beside the fitted table rather than fitted with it: from cp 4 on the model misses a cost that grows with cp
+_TTC = "torchtitan benchmarks/llama3_h100_202412_torchtitan.md, Tables 2 and 6"
+LONG_CONTEXT_RUNS: list[PublishedRun] = [
+    *[replace(_tt(f"tt-llama3-8b-cp{cp}-{s // 1024}k", "llama3-8b", _pc(dp=fs, cp=cp, zero=3, micro_batch_size=1, global_batch_size=fs,
+              recompute="full", reduce_dtype="fp32"), v, f"FSDP {fs} over dp × cp, CP {cp}, local batch 1, full recompute; torch.compile + Float8",
+              compiled=True, fp8=True, seq=s), source=_TTC)
+      for fs, cp, s, v in ((8, 1, 32768, 3890), (4, 2, 65536, 2540), (2, 4, 131072, 1071), (1, 8, 262144, 548))],
+    *[replace(_tt(f"tt-llama3-405b-cp{cp}-{s // 1024}k", "llama3-405b", _pc(dp=fs, cp=cp, tp=8, pp=8, zero=1, micro_batch_size=1,
+              global_batch_size=8 * fs, recompute="full", sequence_parallel=True, reduce_dtype="fp32"), v,
+              f"FSDP {fs} (as ZeRO-1 under PP), CP {cp}, TP 8, PP 8 1F1B with 8 micro-batches of 1 (torchtitan's default), full recompute; "
+              "torch.compile + Float8 + async TP", tp_overlap=True, uneven=True, compiled=True, fp8=True, seq=s), source=_TTC)
+      for fs, cp, s, v in ((8, 1, 32768, 76), (4, 2, 65536, 47), (2, 4, 131072, 31), (1, 8, 262144, 16))],
 ]
 
 # %% ../../nbs/10_cost/17_published.ipynb #ad7c144a
