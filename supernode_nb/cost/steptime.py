@@ -99,7 +99,7 @@ def peak_tflops(chip,                # a `topology.Chip`
     return chip.tflops_bf16 * FP32_RATIO_ASSUMED, f"assumed: 1/{round(1 / FP32_RATIO_ASSUMED)} of the bf16 peak"
 
 EFFICIENCY: dict[str, float] = {   # chip name -> matmul efficiency, fitted to published runs (`published`)
-    "H100 SXM": 0.67, "A100 80GB SXM": 0.67, "H100 96GB HBM2e (500 W)": 0.46}
+    "H100 SXM": 0.675, "A100 80GB SXM": 0.67, "H100 96GB HBM2e (500 W)": 0.46}
 
 def efficiency_for(chip, efficiency: float | None = None) -> tuple[float, str]:
     "(efficiency, where it came from) for `chip`: the given value, the fitted one, or the fitted mean."
@@ -259,7 +259,8 @@ def _comm(model, C, mem, links, t, o):
     loss = np.where(sp, 2, 3) * ct("all_reduce", 4.0 * C["mbs"] * model.seq_len / C["cp"], "tp")   # the vocabulary-parallel
     tp_mb = (Ls * (4 + 2 * (rc == 2)) + 1) * tp_op + loss  # loss's max, target logit and sum of exps (2 under SP); per layer
                                                            # 2 forward + 2 backward (+2 re-run)
-    out["tp"] = np.where(tp > 1, m * np.where(o["tp_overlap"], np.maximum(0, tp_mb - t["t_mm"]), tp_mb), 0)
+    tp_tail = tp_mb / (2 * np.maximum(tp, 1))              # overlapped in tp chunks: each reduce-scatter's last chunk waits
+    out["tp"] = np.where(tp > 1, m * np.where(o["tp_overlap"], tp_tail + np.maximum(0, tp_mb - tp_tail - t["t_mm"]), tp_mb), 0)   # for its GEMM
     kv = 2 * C["mbs"] * model.seq_len * model.head_dim * np.maximum(model.n_kv_heads / tp, 1) * w
     ag, rs = ct("all_gather", kv, "cp"), ct("reduce_scatter", kv, "cp")
     tc = t["t_core"]                                       # one layer pass of the attention core
