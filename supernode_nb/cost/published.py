@@ -116,8 +116,9 @@ _TT_BIG = [   # torchtitan's 70B and 405B rows: torch.compile + Float8 linears (
       for a, v in ((False, 829), (True, 876))],
     *[_tt(f"tt-llama3-405b-{sch}", "llama3-405b", _pc(dp=8, tp=8, pp=8, zero=1, micro_batch_size=4, global_batch_size=256, recompute="full",
           sequence_parallel=True, schedule=sch, virtual_stages=v, reduce_dtype="fp32"), val,
-          "8 micro-batches of 4 (torchtitan 9dec370's default: as many as pp stages), full recompute, interleaved with 2 chunks per rank; 126 layers split unevenly; FSDP under PP keeps the weights "
-          "gathered across micro-batches and syncs gradients on the last one (ZeRO-1's traffic); torch.compile + Float8 + async TP "
+          "8 micro-batches of 4 (torchtitan 9dec370's default: as many as pp stages), full recompute, interleaved with 2 chunks "
+          "per rank; 126 layers split unevenly; FSDP under PP keeps the weights gathered across micro-batches and syncs gradients "
+          "on the last one (ZeRO-1's traffic); torch.compile + Float8 + async TP "
           "(Table 5)", tp_overlap=True, uneven=True, compiled=True, fp8=True)
       for sch, v, val in (("1f1b", 1, 100), ("interleaved", 2, 128))],
 ]
@@ -178,7 +179,8 @@ def predict_run(run: PublishedRun,   # the run
     eff = np.atleast_1d(np.asarray(efficiency_for(topo.chip)[0] if efficiency is None else efficiency, dtype=float))
     C = {k: np.repeat(v, eff.size) for k, v in _columns([run.config]).items()}
     r = _costs(run.model, C, topo, _analytic_links(topo, C, run.config.order), eff, run.dp_overlap, run.allow_uneven,
-               dtype="fp8" if run.fp8_linear else run.config.dtype, tp_overlap=run.tp_overlap, flash=run.flash, fused=run.fused, selective_mm=run.selective_mm,
+               dtype="fp8" if run.fp8_linear else run.config.dtype, tp_overlap=run.tp_overlap, flash=run.flash, fused=run.fused,
+               selective_mm=run.selective_mm,
                zero3_regather=run.zero3_regather)
     return _metric(run, r).reshape(np.shape(efficiency) if efficiency is not None else ())
 

@@ -324,7 +324,8 @@ def _costs(model: ModelSpec, C: dict, topo: Topology, links: dict, efficiency, d
     engine = "supernode_nb" if profile is not None or getattr(topo, "preset", None) == "local" else "megatron"   # whose runtime
     first, last, mem = _memory(model, C, c, allow_uneven, w, engine, flash)
     if dtype == "fp8" and profile is not None:
-        raise ValueError(f"dtype fp8: machine profile {getattr(profile, 'name', '')!r} measured no float8 matmuls; price fp8 from the datasheet (no profile)")
+        raise ValueError(f"dtype fp8: machine profile {getattr(profile, 'name', '')!r} measured no float8 matmuls; "
+                         "price fp8 from the datasheet (no profile)")
     peak = peak_tflops(topo.chip, "bf16" if dtype == "fp8" else dtype)[0] * 1e12   # MFU and HFU against bf16's peak under fp8
     rate = peak * np.asarray(efficiency, dtype=float)
     hbm = topo.chip.hbm_GBps if profile is None else profile.memory_GBps
