@@ -37,7 +37,7 @@ def main():
     z3 = lo[lo.run.str.contains("zero3")].error_pct.abs()
     pick = lambda g: lo.run.str.startswith(g) if g != "sc21-1" else lo.run.str.match(r"sc21-\d")   # SC21 Table 1 rows
     groups = {g: dict(n=int(m.sum()), median=round(float(a[m].median()), 1), max=round(float(a[m].max()), 1))
-              for g in ("megatron-", "sc21-zero3", "sc21-ptdp", "sc21-1", "kor-", "bloom", "mt-nlg", "llama3-405b-", "tt-")
+              for g in ("megatron-", "sc21-zero3", "sc21-ptdp", "sc21-1", "kor-", "bloom", "mt-nlg", "llama3-405b-", "tt-", "mb-")
               for m in [pick(g)]}
     print(json.dumps(dict(benchmark="published_runs", rows=len(PUBLISHED_RUNS), goal=dict(median_pct=10, max_pct=20),
                           loo_abs_error_pct=dict(median=round(float(a.median()), 1), max=round(float(a.max()), 1),
