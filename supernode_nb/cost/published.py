@@ -109,18 +109,22 @@ _TT8 = [
                                            ("-compile-fp8", "torch.compile + Float8 linears", True, True)), vals)],
 ]
 
-_MBR = "Megatron-Bridge docs/performance-summary.md, 25.11 container, DGX-H100 (FP8 current scaling); settings from its scripts/performance"
-def _mbridge(name, model, n, tp, pp, cp, vp, gbs, zero, val, note=""):
+_MBR = ("Megatron-Bridge docs/performance-summary.md and -archive.md, {} container, DGX-H100 (FP8 current scaling); settings from its "
+        "scripts/performance")
+def _mbridge(name, model, n, tp, pp, cp, vp, gbs, zero, val, note="", release="25.11"):
     "A Megatron-Bridge H100 row: Llama 3 at 8k tokens, micro-batch 1, float8 linears, flash attention, distributed optimizer."
     c = _pc(dp=n // (tp * pp * cp), tp=tp, pp=pp, cp=cp, micro_batch_size=1, global_batch_size=gbs, zero=zero, sequence_parallel=tp > 1,
             schedule="interleaved" if vp > 1 else "1f1b", virtual_stages=vp, reduce_dtype="fp32")
-    return PublishedRun(name, MODEL_PRESETS[model], c, _H100P, "tokens_per_s_per_device", val, _MBR,
+    return PublishedRun(name, MODEL_PRESETS[model], c, _H100P, "tokens_per_s_per_device", val, _MBR.format(release),
                         f"TP communication overlapped (its H100 recipes' default), no recompute{note}", allow_uneven=True, tp_overlap=tp > 1,
                         flash=True, fp8_linear=True)
 _MB_H100 = [_mbridge("mb-llama3-8b-fp8", "llama3-8b", 8, 1, 1, 1, 1, 128, 3, 14451, " (the recipe recomputes 5 of 32 layers: ~5 % "
                      "of compute not priced); Megatron FSDP as ZeRO-3"),
             _mbridge("mb-llama3-70b-fp8", "llama3-70b", 64, 4, 8, 1, 5, 128, 1, 1602),
-            _mbridge("mb-llama31-405b-fp8", "llama3-405b", 1024, 8, 8, 2, 8, 512, 1, 292, "; 126 layers over 64 chunks, split unevenly")]
+            _mbridge("mb-llama31-405b-fp8", "llama3-405b", 1024, 8, 8, 2, 8, 512, 1, 292, "; 126 layers over 64 chunks, split unevenly"),
+            _mbridge("mb-llama3-70b-fp8-gbs256", "llama3-70b", 64, 4, 8, 1, 5, 256, 1, 1621, release="26.02"),
+            _mbridge("mb-llama31-405b-fp8-gbs1536", "llama3-405b", 1024, 8, 8, 2, 8, 1536, 1, 311, "; 126 layers over 64 chunks, split "
+                     "unevenly", release="26.02")]
 
 _TT_BIG = [   # torchtitan's 70B and 405B rows: torch.compile + Float8 linears (Tables 4 and 5)
     *[_tt(f"tt-llama3-70b{'-asynctp' if a else ''}", "llama3-70b", _pc(dp=32, tp=8, zero=3, micro_batch_size=16, global_batch_size=512,
