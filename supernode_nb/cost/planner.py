@@ -11,7 +11,7 @@ from collections import Counter
 from dataclasses import dataclass, field, asdict
 import numpy as np
 from ..foundation.core import Parser, UsageError, emit
-from ..foundation.config import ModelSpec, ParallelConfig, ConfigError, check, MODEL_PRESETS, add_model_args, model_from_args
+from ..foundation.config import ModelSpec, ParallelConfig, ConfigError, check, MODEL_PRESETS, DTYPES, add_model_args, model_from_args
 from ..foundation.topology import Topology, TopologyError, get_topology, topology_for, TOPOLOGY_PRESETS, SIZE_PARAM, GiB
 from ..foundation.capabilities import backend_for, engine_gap_columns
 from .memory import DTYPE_BYTES
@@ -326,7 +326,7 @@ def cli_plan(argv: list[str]) -> int:
     p.add_argument("--global-batch", type=int, required=True, help="global batch (sequences)")
     p.add_argument("--top", type=int, default=10); p.add_argument("--mem-fraction", type=float, default=0.9)
     p.add_argument("--min-devices", type=int, default=None); p.add_argument("--efficiency", type=float, default=None)
-    p.add_argument("--dtype", choices=("fp32", "bf16", "fp8"), default=None, help="compute dtype (default: the model's own; fp8: float8 linears)")
+    p.add_argument("--dtype", choices=DTYPES, default=None, help="compute dtype (default: the model's own; fp8: float8 linears)")
     p.add_argument("--runnable", action="store_true", help="only plans this engine can run on the topology's backend")
     p.add_argument("--profile", default="auto", help="machine profile: auto, a saved name, or none")
     p.add_argument("--json", action="store_true")
