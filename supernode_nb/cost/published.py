@@ -109,14 +109,14 @@ _TT8 = [
                                            ("-compile-fp8", "torch.compile + Float8 linears", True, True)), vals)],
 ]
 
-_MBR = ("Megatron-Bridge docs/performance-summary.md and -archive.md, {} container, DGX-H100 (FP8 current scaling); settings from its "
+_MBR = ("Megatron-Bridge docs/performance-summary.md and -archive.md, {} container, {} (FP8 current scaling); settings from its "
         "scripts/performance")
-def _mbridge(name, model, n, tp, pp, cp, vp, gbs, zero, val, note="", release="25.11"):
-    "A Megatron-Bridge H100 row: Llama 3 at 8k tokens, micro-batch 1, float8 linears, flash attention, distributed optimizer."
-    c = _pc(dp=n // (tp * pp * cp), tp=tp, pp=pp, cp=cp, micro_batch_size=1, global_batch_size=gbs, zero=zero, sequence_parallel=tp > 1,
+def _mbridge(name, model, n, tp, pp, cp, vp, gbs, zero, val, note="", release="25.11", mbs=1, system="DGX-H100", topology=_H100P):
+    "A Megatron-Bridge row: Llama 3 at 8k tokens, float8 linears, flash attention, distributed optimizer."
+    c = _pc(dp=n // (tp * pp * cp), tp=tp, pp=pp, cp=cp, micro_batch_size=mbs, global_batch_size=gbs, zero=zero, sequence_parallel=tp > 1,
             schedule="interleaved" if vp > 1 else "1f1b", virtual_stages=vp, reduce_dtype="fp32")
-    return PublishedRun(name, MODEL_PRESETS[model], c, _H100P, "tokens_per_s_per_device", val, _MBR.format(release),
-                        f"TP communication overlapped (its H100 recipes' default), no recompute{note}", allow_uneven=True, tp_overlap=tp > 1,
+    return PublishedRun(name, MODEL_PRESETS[model], c, topology, "tokens_per_s_per_device", val, _MBR.format(release, system),
+                        f"TP communication overlapped (the recipes' default), no recompute{note}", allow_uneven=True, tp_overlap=tp > 1,
                         flash=True, fp8_linear=True)
 _MB_H100 = [_mbridge("mb-llama3-8b-fp8", "llama3-8b", 8, 1, 1, 1, 1, 128, 3, 14451, " (the recipe recomputes 5 of 32 layers: ~5 % "
                      "of compute not priced); Megatron FSDP as ZeRO-3"),
@@ -125,6 +125,12 @@ _MB_H100 = [_mbridge("mb-llama3-8b-fp8", "llama3-8b", 8, 1, 1, 1, 1, 128, 3, 144
             _mbridge("mb-llama3-70b-fp8-gbs256", "llama3-70b", 64, 4, 8, 1, 5, 256, 1, 1621, release="26.02"),
             _mbridge("mb-llama31-405b-fp8-gbs1536", "llama3-405b", 1024, 8, 8, 2, 8, 1536, 1, 311, "; 126 layers over 64 chunks, split "
                      "unevenly", release="26.02")]
+_GB = dict(system="DGX-GB200", topology="gb200-nvl72")      # GB200: one NVLink domain of 72 GPUs
+_MB_GB200 = [_mbridge("mb-gb200-llama3-8b-fp8", "llama3-8b", 8, 1, 1, 1, 1, 128, 1, 31508, "; CUDA graphs", mbs=2, **_GB),
+             _mbridge("mb-gb200-llama31-405b-fp8", "llama3-405b", 256, 4, 16, 1, 4, 1536, 1, 813, "; 126 layers over 64 chunks, split "
+                      "unevenly", **_GB),
+             _mbridge("mb-gb200-llama31-405b-fp8-2602", "llama3-405b", 256, 4, 16, 1, 4, 1536, 1, 793, "; 126 layers over 64 chunks, "
+                      "split unevenly", release="26.02", **_GB)]
 
 _TT_BIG = [   # torchtitan's 70B and 405B rows: torch.compile + Float8 linears (Tables 4 and 5)
     *[_tt(f"tt-llama3-70b{'-asynctp' if a else ''}", "llama3-70b", _pc(dp=32, tp=8, zero=3, micro_batch_size=16, global_batch_size=512,
@@ -165,7 +171,7 @@ PUBLISHED_RUNS: list[PublishedRun] = [
                    _A100, "step_time_s", t, "MT-NLG paper §2.4",
                    "micro-batch 1, 1F1B, full recompute (its TFLOP/s match SC21 eq. 3), zero 1, A100 80 GB")
       for n, t in ((280, 60.1), (350, 50.2), (420, 44.4))],
-    *_TT8, *_TT_BIG, *_MB_H100,
+    *_TT8, *_TT_BIG, *_MB_H100, *_MB_GB200,
 ]
 
 # torchtitan's long-context rows (Tables 2 and 6: context parallelism at 32k-256k tokens, torch.compile + Float8, full recompute):

@@ -99,7 +99,7 @@ def peak_tflops(chip,                # a `topology.Chip`
     return chip.tflops_bf16 * FP32_RATIO_ASSUMED, f"assumed: 1/{round(1 / FP32_RATIO_ASSUMED)} of the bf16 peak"
 
 EFFICIENCY: dict[str, float] = {   # chip name -> matmul efficiency, fitted to published runs (`published`)
-    "H100 SXM": 0.675, "A100 80GB SXM": 0.67, "H100 96GB HBM2e (500 W)": 0.46}
+    "H100 SXM": 0.675, "A100 80GB SXM": 0.67, "H100 96GB HBM2e (500 W)": 0.46, "B200 (GB200)": 0.645}
 
 def efficiency_for(chip, efficiency: float | None = None) -> tuple[float, str]:
     "(efficiency, where it came from) for `chip`: the given value, the fitted one, or the fitted mean."
