@@ -34,15 +34,12 @@ def main():
     t0 = time.perf_counter()
     lo = leave_one_out()
     a = lo.error_pct.abs()
-    z3 = lo[lo.run.str.contains("zero3")].error_pct.abs()
     pick = lambda g: lo.run.str.startswith(g) if g != "sc21-1" else lo.run.str.match(r"sc21-\d")   # SC21 Table 1 rows
-    groups = {g: dict(n=int(m.sum()), median=round(float(a[m].median()), 1), max=round(float(a[m].max()), 1))
-              for g in ("megatron-", "sc21-zero3", "sc21-ptdp", "sc21-1", "kor-", "bloom", "mt-nlg", "llama3-405b-", "tt-", "mb-")
-              for m in [pick(g)]}
+    groups = {g: _stats(a[pick(g)]) for g in ("megatron-", "sc21-zero3", "sc21-ptdp", "sc21-1", "kor-", "bloom", "mt-nlg", "llama3-405b-", "tt-", "mb-")}
     print(json.dumps(dict(benchmark="published_runs", rows=len(PUBLISHED_RUNS), goal=dict(median_pct=10, max_pct=20),
                           loo_abs_error_pct=dict(median=round(float(a.median()), 1), max=round(float(a.max()), 1),
                                                  mean=round(float(a.mean()), 1), within_10=int((a <= 10).sum()), within_20=int((a <= 20).sum())),
-                          zero3_rows=dict(n=len(z3), median=round(float(z3.median()), 1), max=round(float(z3.max()), 1)), before=BEFORE,
+                          zero3_rows=_stats(a[lo.run.str.contains("zero3")]), before=BEFORE,
                           by_source=groups, efficiency_fitted_on_all={k: v for k, v in fit_efficiency().items()},
                           long_context=_long_context(),
                           per_row=[dict(run=r.run, metric=r.metric, published=r.published, predicted=r.predicted, error_pct=r.error_pct)

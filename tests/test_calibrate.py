@@ -95,11 +95,10 @@ def test_parts_line_up_with_a_real_run(prof):
 @pytest.mark.parametrize("model,cfg", [("tiny-gpt", P(dp=2, global_batch_size=2)), ("tiny-moe", P(dp=2, ep=2, global_batch_size=2))])
 def test_priced_ddp_operators_are_the_engines(model, cfg):
     "The operators the cost model prices for this engine's DDP (4 per parameter tensor, 3 per bucket) are the ones it dispatches."
-    from supernode_nb.cost.steptime import engine_tensors, ENGINE_BUCKET_BYTES, _columns, _memory, _counts
-    from supernode_nb.foundation.config import get_model
+    from supernode_nb.cost.steptime import engine_tensors, _n_buckets, _columns, _memory, _counts
     m = get_model(model)
     n = spawn("supernode_nb.runtime.accuracy:ddp_op_count_worker", cfg.world_size, model=m.to_dict(), cfg=cfg.to_dict())[0]
     mem = _memory(m, _columns([cfg]), _counts(m), True, 4)[2]
-    buckets = sum(int(np.ceil(4 * float(np.asarray(mem[k]).reshape(-1)[0]) / ENGINE_BUCKET_BYTES)) for k in ("Pd", "Pe") if np.asarray(mem[k]).reshape(-1)[0] > 0)
+    buckets = sum(int(_n_buckets(mem[k], 4).item()) for k in ("Pd", "Pe") if np.asarray(mem[k]).item() > 0)   # fp32 gradients
     priced = 4 * int(engine_tensors(m, m.layers, cfg.ep)) + 3 * buckets
     assert abs(n - priced) <= 0.01 * priced, (n, priced)

@@ -320,12 +320,12 @@ def collectives_per_step(model: ModelSpec, cfg: ParallelConfig) -> dict:
 def _costs(model: ModelSpec, C: dict, topo: Topology, links: dict, efficiency, dp_overlap: float = 1.0, allow_uneven: bool = False, *,
            dtype: str = "bf16", profile=None, tp_overlap=False, flash=True, fused=True, selective_mm=0.0, zero3_regather=True) -> dict:
     "Memory (first and last stage, by category) and step time (by part) of the configurations in columns `C`."
-    c, w = _counts(model), DTYPE_BYTES[dtype]
-    engine = "supernode_nb" if profile is not None or getattr(topo, "preset", None) == "local" else "megatron"   # whose runtime
-    first, last, mem = _memory(model, C, c, allow_uneven, w, engine, flash)
     if dtype == "fp8" and profile is not None:
         raise ValueError(f"dtype fp8: machine profile {getattr(profile, 'name', '')!r} measured no float8 matmuls; "
                          "price fp8 from the datasheet (no profile)")
+    c, w = _counts(model), DTYPE_BYTES[dtype]
+    engine = "supernode_nb" if profile is not None or getattr(topo, "preset", None) == "local" else "megatron"   # whose runtime
+    first, last, mem = _memory(model, C, c, allow_uneven, w, engine, flash)
     peak = peak_tflops(topo.chip, "bf16" if dtype == "fp8" else dtype)[0] * 1e12   # MFU and HFU against bf16's peak under fp8
     rate = peak * np.asarray(efficiency, dtype=float)
     hbm = topo.chip.hbm_GBps if profile is None else profile.memory_GBps
