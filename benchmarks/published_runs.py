@@ -35,7 +35,7 @@ def main():
     lo = leave_one_out()
     a = lo.error_pct.abs()
     pick = lambda g: lo.run.str.startswith(g) if g != "sc21-1" else lo.run.str.match(r"sc21-\d")   # SC21 Table 1 rows
-    groups = {g: _stats(a[pick(g)]) for g in ("megatron-", "sc21-zero3", "sc21-ptdp", "sc21-1", "kor-", "bloom", "mt-nlg", "llama3-405b-", "tt-", "mb-")}
+    groups = {g: _stats(a[pick(g)]) for g in ("megatron-", "sc21-zero3", "sc21-ptdp", "sc21-1", "kor-", "bloom", "mt-nlg", "llama3-405b-", "tt-", "mb-", "nemo-")}
     print(json.dumps(dict(benchmark="published_runs", rows=len(PUBLISHED_RUNS), goal=dict(median_pct=10, max_pct=20),
                           loo_abs_error_pct=dict(median=round(float(a.median()), 1), max=round(float(a.max()), 1),
                                                  mean=round(float(a.mean()), 1), within_10=int((a <= 10).sum()), within_20=int((a <= 20).sum())),

@@ -146,6 +146,36 @@ _TT_BIG = [   # torchtitan's 70B and 405B rows: torch.compile + Float8 linears (
       for sch, v, val in (("1f1b", 1, 100), ("interleaved", 2, 128))],
 ]
 
+_NEMO_SRC = "NVIDIA NeMo docs/source/performance/performance_summary.md, NeMo 24.07 container, DGX-H100, FP8"
+_NOGATE = dict(gated_mlp=False, bias=False, learned_pos=False, tied_embeddings=False)   # Nemotron: squared-ReLU MLP
+_NEMO_MODELS = {   # shapes whose FLOPs per token reproduce the table's (model TFLOP/s ÷ tokens/s) to 0.1 %
+    "gpt3-5b": _gpt("gpt3-5b", 24, 4096, 32, V=50304), "gpt3-20b": _gpt("gpt3-20b", 44, 6144, 48, V=50304),
+    "gpt3-175b": _gpt("gpt3-175b", 96, 12288, 96, V=50304),
+    "llama2-7b": replace(MODEL_PRESETS["llama3-8b"], name="llama2-7b", kv_heads=None, ffn_hidden=11008, vocab=32000, seq_len=4096),
+    "llama2-13b": replace(MODEL_PRESETS["llama3-8b"], name="llama2-13b", layers=40, hidden=5120, heads=40, kv_heads=None,
+                          ffn_hidden=13824, vocab=32000, seq_len=4096),
+    "llama2-70b": replace(MODEL_PRESETS["llama3-70b"], name="llama2-70b", vocab=32000, seq_len=4096),
+    "nemotron-8b": ModelSpec("nemotron-8b", layers=32, hidden=4096, heads=32, ffn_hidden=16384, vocab=256000, seq_len=4096, **_NOGATE),
+    "nemotron-22b": ModelSpec("nemotron-22b", layers=40, hidden=6144, heads=48, ffn_hidden=24576, vocab=256000, seq_len=4096, **_NOGATE),
+    "nemotron-340b": ModelSpec("nemotron-340b", layers=96, hidden=18432, heads=96, kv_heads=8, ffn_hidden=73728, vocab=256000,
+                               seq_len=4096, **_NOGATE),
+    "llama3-8b": MODEL_PRESETS["llama3-8b"], "llama3-70b": MODEL_PRESETS["llama3-70b"]}
+def _nemo(model, n, gbs, mbs, tp, pp, cp, vp, val):
+    "A NeMo 24.07 pre-training row (tokens/s per GPU), its layout as the table gives it."
+    c = _pc(dp=n // (tp * pp * cp), tp=tp, pp=pp, cp=cp, micro_batch_size=mbs, global_batch_size=gbs, zero=1, sequence_parallel=tp > 1,
+            schedule="interleaved" if vp > 1 else "1f1b", virtual_stages=vp, reduce_dtype="fp32")
+    return PublishedRun(f"nemo-{model}-{n}", _NEMO_MODELS[model], c, _H100P, "tokens_per_s_per_device", val, _NEMO_SRC,
+                        "NeMo's performance recipes: no recompute, distributed optimizer (zero 1), fp32 gradient reduction (assumed), "
+                        "TP communication overlapped, flash attention, Transformer Engine FP8 linears", allow_uneven=True,
+                        tp_overlap=tp > 1, flash=True, fp8_linear=True)
+_NEMO = [_nemo(*r) for r in [("gpt3-5b", 64, 2048, 4, 1, 1, 1, 1, 22521), ("gpt3-20b", 64, 256, 2, 2, 1, 1, 1, 5851),
+                             ("gpt3-175b", 128, 256, 1, 4, 8, 1, 6, 726), ("gpt3-175b", 512, 2048, 2, 4, 8, 1, 6, 782),
+                             ("llama2-7b", 8, 128, 1, 1, 1, 1, 1, 16847),
+                             ("llama2-13b", 16, 128, 1, 1, 4, 1, 10, 8646), ("llama2-70b", 64, 128, 1, 4, 4, 1, 20, 1707),
+                             ("nemotron-8b", 64, 256, 4, 2, 1, 1, 1, 12701), ("nemotron-22b", 64, 256, 2, 2, 4, 1, 10, 4256),
+                             ("nemotron-340b", 128, 32, 1, 8, 8, 1, 12, 322), ("llama3-8b", 8, 128, 1, 1, 1, 2, 1, 12036),
+                             ("llama3-70b", 64, 128, 1, 4, 4, 2, 5, 1533)]]
+
 PUBLISHED_RUNS: list[PublishedRun] = [
     *[_megatron(*r) for r in [("1.7b", 16, 2048, 24, 1, 1, 192, 408.8), ("7.1b", 32, 4096, 30, 2, 1, 192, 465.9),
                               ("16b", 48, 6144, 32, 4, 1, 192, 489.1), ("32b", 56, 7168, 48, 8, 1, 192, 459.6),
@@ -171,7 +201,7 @@ PUBLISHED_RUNS: list[PublishedRun] = [
                    _A100, "step_time_s", t, "MT-NLG paper §2.4",
                    "micro-batch 1, 1F1B, full recompute (its TFLOP/s match SC21 eq. 3), zero 1, A100 80 GB")
       for n, t in ((280, 60.1), (350, 50.2), (420, 44.4))],
-    *_TT8, *_TT_BIG, *_MB_H100, *_MB_GB200,
+    *_TT8, *_TT_BIG, *_MB_H100, *_MB_GB200, *_NEMO,
 ]
 
 # torchtitan's long-context rows (Tables 2 and 6: context parallelism at 32k-256k tokens, torch.compile + Float8, full recompute):

@@ -17,7 +17,7 @@ from .memory import (_counts, _memory, step_flops, SCHEDULE_CODE, RECOMPUTE_CODE
 __all__ = ['AXIS_GROUPS', 'FP32_TFLOPS', 'FP32_RATIO_ASSUMED', 'FP8_TFLOPS', 'EFFICIENCY', 'HBM_EFFICIENCY', 'BUS_EFFICIENCY',
            'ELEM_REPLICATED', 'CAUSAL_EXECUTED', 'OPS_PER_LAYER', 'KERNEL_GAP_S', 'SCORE_ELEMS', 'LOGIT_BYTES',
            'EAGER_REPLICATED', 'EAGER_BACKWARD', 'FP8_CAST_BYTES', 'ENGINE_OPS', 'COMM_AXES', 'ENGINE_BUCKET_BYTES',
-           'RING_ONLY', 'peak_tflops', 'efficiency_for', 'engine_ops', 'engine_tensors', 'blocking_collectives',
+           'peak_tflops', 'efficiency_for', 'engine_ops', 'engine_tensors', 'blocking_collectives',
            'collectives_per_step']
 
 # %% ../../nbs/10_cost/16_steptime.ipynb #43197a2d
@@ -99,7 +99,7 @@ def peak_tflops(chip,                # a `topology.Chip`
     return chip.tflops_bf16 * FP32_RATIO_ASSUMED, f"assumed: 1/{round(1 / FP32_RATIO_ASSUMED)} of the bf16 peak"
 
 EFFICIENCY: dict[str, float] = {   # chip name -> matmul efficiency, fitted to published runs (`published`)
-    "H100 SXM": 0.675, "A100 80GB SXM": 0.67, "H100 96GB HBM2e (500 W)": 0.46, "B200 (GB200)": 0.645}
+    "H100 SXM": 0.615, "A100 80GB SXM": 0.665, "H100 96GB HBM2e (500 W)": 0.46, "B200 (GB200)": 0.60}
 
 def efficiency_for(chip, efficiency: float | None = None) -> tuple[float, str]:
     "(efficiency, where it came from) for `chip`: the given value, the fitted one, or the fitted mean."
@@ -214,8 +214,6 @@ def _compute(model, C, c, mem, rate, hbm_GBps, o):
 # %% ../../nbs/10_cost/16_steptime.ipynb #6cb56de7
 COMM_AXES = ("tp", "cp", "pp", "dp", "ep")
 ENGINE_BUCKET_BYTES = 1 << 20   # this package's engine reduces gradients in 1 MiB buckets (`parallel.engine.Engine`)
-RING_ONLY = ("all_gather", "reduce_scatter")   # NCCL and HCCL run these as rings (no tree): across nodes each rank's ring
-                                               # traffic leaves through its own NIC, so no two-level shortcut applies
 
 def _n_buckets(params, rw, bucket=ENGINE_BUCKET_BYTES):
     "Gradient buckets of `params` parameters reduced in `rw`-byte elements (at least one)."
@@ -242,7 +240,6 @@ def _ct(op, S, g, profile=None, levels=(), flat=False, rph=None):
         return _vec(one)(S, g["n"], g["level"], g["n"] if rph is None else rph)
     bo, bi = g["bw_out"] * BUS_EFFICIENCY, g["bw_in"] * BUS_EFFICIENCY
     if op == "ep_dispatch": op = "all_to_all"
-    flat = flat or op in RING_ONLY
     if op == "send_recv": return np.where(g["n"] > 1, collective_time_array(op, S, 2, bo, g["lat_out"]), 0.0)   # one hop to the next stage
     t = collective_time_array(op, S, g["n"], bo, g["lat_out"])
     t = t if flat else np.minimum(t, hierarchical_time(op, S, g["n"], g["k"], bi, g["lat_in"], bo, g["lat_out"]))
@@ -266,7 +263,10 @@ def _comm(model, C, mem, links, t, o):
     tc = t["t_core"]                                       # one layer pass of the attention core
     cp_layer = np.maximum(0, ag - tc) * np.where(rc == 2, 2, 1) + np.maximum(0, ag + rs - 2 * tc)
     out["cp"] = np.where(C["cp"] > 1, m * Ls * cp_layer, 0)
-    out["pp"] = np.where(pp > 1, 2 * v * m * ct("send_recv", act / tp, "pp"), 0)
+    p2p = ct("send_recv", act / tp, "pp")                 # Megatron's interleaved schedule overlaps each send with the next
+    ovl = (C["sched"] == SCHEDULE_CODE["interleaved"]) & (o.get("engine") == "megatron")   # chunk's compute; the fill's are exposed
+    p2p_ovl = 2 * (pp - 1) * p2p + v * m * (np.maximum(0, p2p - t["t_fwd"] / v) + np.maximum(0, p2p - t["t_bwd"] / v))
+    out["pp"] = np.where(pp > 1, np.where(ovl, p2p_ovl, 2 * v * m * p2p), 0)
     rw = C.get("rw", w)                                     # bytes per gradient element in the reduction
     nbk = lambda P: _n_buckets(P, rw, o["bucket"])          # each bucket is its own all_reduce: pays its latency
     ar = nbk(Pd) * ct("all_reduce", rw * Pd / nbk(Pd), "dp") + nbk(Pe) * ct("all_reduce", rw * Pe / nbk(Pe), "edp")
