@@ -8,11 +8,12 @@ Docs: https://supernode-nb.github.io/supernode_nb/00_foundation/config.html.md""
 from __future__ import annotations
 from dataclasses import dataclass, field, asdict, replace
 from typing import Any
+import argparse
 from .core import AXES, DEFAULT_ORDER, Parser, UsageError, emit
 
 # %% auto #0
-__all__ = ['MODEL_PRESETS', 'SCHEDULES', 'RECOMPUTE', 'DTYPES', 'REDUCE_DTYPES', 'ModelSpec', 'num_params', 'get_model',
-           'ParallelConfig', 'ConfigError', 'check', 'validate', 'add_parallel_args', 'config_from_args',
+__all__ = ['MODEL_PRESETS', 'SCHEDULES', 'RECOMPUTE', 'DTYPES', 'REDUCE_DTYPES', 'MODEL_SWITCHES', 'ModelSpec', 'num_params',
+           'get_model', 'ParallelConfig', 'ConfigError', 'check', 'validate', 'add_parallel_args', 'config_from_args',
            'add_model_args', 'model_from_args', 'cli_validate']
 
 # %% ../../nbs/00_foundation/01_config.ipynb #69602463
@@ -242,17 +243,25 @@ def config_from_args(a) -> ParallelConfig:
                           virtual_stages=a.virtual_stages, zero=a.zero, recompute=a.recompute, order=a.order,
                           dtype=getattr(a, "dtype", "fp32"), reduce_dtype=getattr(a, "reduce_dtype", "fp32"))
 
+MODEL_SWITCHES = {"gated-mlp": "SwiGLU-style MLP with three matrices (Llama, Mixtral)",
+                  "bias": "biases in the linear layers and norms (GPT-3)",
+                  "learned-pos": "learned position embeddings (GPT) rather than rotary",
+                  "tied-embeddings": "the LM head shares the input embedding"}
+
 def add_model_args(p: Parser):
     "`--model PRESET` or explicit dimensions (`--layers --hidden --heads --seq --vocab ...`)."
     p.add_argument("--model", default=None, help=f"preset: {', '.join(MODEL_PRESETS)}")
     for k in ("layers", "hidden", "heads", "ffn-hidden", "vocab", "seq", "experts", "top-k", "kv-heads"):
         p.add_argument(f"--{k}", type=int, default=None)
+    for k, what in MODEL_SWITCHES.items():
+        p.add_argument(f"--{k}", action=argparse.BooleanOptionalAction, default=None, help=f"{what} (default: the preset's)")
 
 def model_from_args(a, default: str = "tiny-gpt") -> ModelSpec:
     "The `ModelSpec` named by `--model` and/or overridden by explicit dimensions."
     base = get_model(a.model or default) if (a.model or not a.layers) else ModelSpec(name="custom", bias=False)
     kw = {k: v for k, v in dict(layers=a.layers, hidden=a.hidden, heads=a.heads, ffn_hidden=a.ffn_hidden, vocab=a.vocab,
                                  seq_len=a.seq, experts=a.experts, top_k=a.top_k, kv_heads=a.kv_heads).items() if v is not None}
+    kw.update({k.replace("-", "_"): v for k in MODEL_SWITCHES if (v := getattr(a, k.replace("-", "_"), None)) is not None})
     if "hidden" in kw and "ffn_hidden" not in kw and not a.model: kw["ffn_hidden"] = 4 * kw["hidden"]
     return replace(base, name=base.name if not kw else (a.model or "custom"), **kw) if kw else base
 

@@ -11,7 +11,8 @@ from dataclasses import fields
 from typing import Any
 from fastcore.basics import patch
 from ..foundation.core import Parser, UsageError, emit
-from ..foundation.config import ModelSpec, ParallelConfig, MODEL_PRESETS, add_model_args, add_parallel_args, config_from_args, model_from_args
+from ..foundation.config import (ModelSpec, ParallelConfig, MODEL_PRESETS, MODEL_SWITCHES, add_model_args, add_parallel_args,
+                                           config_from_args, model_from_args)
 from ..foundation.store import Archive, ArchiveError, RunRecord, default_path, plain, _iso
 
 # %% auto #0
@@ -89,6 +90,7 @@ def _flags(model: ModelSpec, cfg: ParallelConfig) -> list[str]:
                 "--ffn-hidden", str(model.ffn_hidden), "--vocab", str(model.vocab), "--seq", str(model.seq_len)]
         if model.experts: out += ["--experts", str(model.experts), "--top-k", str(model.top_k)]
         if model.kv_heads: out += ["--kv-heads", str(model.kv_heads)]
+        out += [f"--{'' if getattr(model, k.replace('-', '_')) else 'no-'}{k}" for k in MODEL_SWITCHES]
     for ax in ("tp", "pp", "dp", "ep", "cp"):
         if getattr(cfg, ax) != 1: out += [f"--{ax}", str(getattr(cfg, ax))]
     for name, flag in (("order", "--order"), ("micro_batch_size", "--micro-batch"), ("global_batch_size", "--global-batch"),
