@@ -4,12 +4,13 @@ Goal (issue 10 §4): median |error| <= 10 %, max <= 20 %, ZeRO-3 scaling rows in
 Each row is predicted with its device type's one efficiency fitted to all the other rows (supernode_nb.cost.published).
 torchtitan's Float8 rows are priced with their linears in float8 (dtype "fp8"). Its long-context rows (context parallelism at
 32k-256k tokens, LONG_CONTEXT_RUNS) are reported beside: out of sample at the table's fitted efficiency, and leave-one-out with them in.
+Megatron-Bridge's fine-grained MoE rows (MOE_RUNS: Qwen3-30B-A3B, GPT-OSS-120B on H100) are reported beside too, out of sample.
 Error = predicted / published - 1 on the row's own metric (TFLOP/s per GPU, seconds per iteration or tokens/s per GPU).
 Run: python benchmarks/published_runs.py
 """
 import json, os, time
 
-from supernode_nb.cost.published import PUBLISHED_RUNS, LONG_CONTEXT_RUNS, leave_one_out, fit_efficiency, predict_run
+from supernode_nb.cost.published import PUBLISHED_RUNS, LONG_CONTEXT_RUNS, MOE_RUNS, leave_one_out, fit_efficiency, predict_run
 
 
 # The model before the physical terms (commit faf03df: fitted κ, DP traffic hidden at any dp), leave-one-out on these same
@@ -30,6 +31,11 @@ def _long_context() -> dict:
                 loo_cp_ge_4=_stats(both[both.run.str.contains(r"-cp[48]-")].error_pct.abs()),
                 loo_cp_le_2=_stats(both[both.run.str.contains(r"-cp[12]-")].error_pct.abs()))
 
+def _moe() -> list:
+    "The MoE rows, out of sample at the table's fitted efficiency."
+    return [dict(run=r.name, ep=r.config.ep, experts=r.model.experts, top_k=r.model.top_k, published=r.value, predicted=round(p, 1),
+                 error_pct=round(100 * (p / r.value - 1), 1)) for r in MOE_RUNS for p in [float(predict_run(r))]]
+
 def main():
     t0 = time.perf_counter()
     lo = leave_one_out()
@@ -41,7 +47,7 @@ def main():
                                                  mean=round(float(a.mean()), 1), within_10=int((a <= 10).sum()), within_20=int((a <= 20).sum())),
                           zero3_rows=_stats(a[lo.run.str.contains("zero3")]), before=BEFORE,
                           by_source=groups, efficiency_fitted_on_all={k: v for k, v in fit_efficiency().items()},
-                          long_context=_long_context(),
+                          long_context=_long_context(), moe_out_of_sample=_moe(),
                           per_row=[dict(run=r.run, metric=r.metric, published=r.published, predicted=r.predicted, error_pct=r.error_pct)
                                    for r in lo.itertuples()],
                           seconds=round(time.perf_counter() - t0, 2), load_avg_1min=os.getloadavg()[0]), indent=1))

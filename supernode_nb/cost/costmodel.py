@@ -43,6 +43,7 @@ class Estimate:
     dtype: str = "bf16"             # the compute dtype priced
     peak_tflops: float = 0.0        # the device's peak in that dtype (bf16's under fp8: MFU and HFU are against it)
     profile: str = ""               # the machine profile the figures come from, or why none
+    caveats: list = field(default_factory=list)  # what the model is known to miss for this kind of run, with published evidence
 
     @property
     def fits(self) -> bool: return not self.oom
@@ -58,6 +59,20 @@ def _resolve_topology(topology, world: int) -> Topology:
 def _link(topo, g) -> dict:
     n, lv = int(g["n"][0]), topo.levels[int(g["level"][0])]
     return {"level": lv.name if n > 1 else "self", "plane": lv.plane if n > 1 else "none", "group_size": n, "per_block": int(g["k"][0])}
+
+def _caveats(model, cfg, profile) -> list[str]:
+    "What the model is known to miss for a run like `cfg`, as measured on published runs (`published.known_misses`)."
+    if profile is not None: return []                      # a machine profile measured this engine's own costs
+    from supernode_nb.cost.published import known_misses
+    k, out, rng = known_misses(), [], lambda xs: f"{min(xs):.1f}–{max(xs):.1f}×"
+    if model.is_moe:
+        out.append(f"MoE: on Megatron-Bridge's published MoE runs (Qwen3-30B-A3B, GPT-OSS-120B on H100) this model was {rng(k['moe'])} "
+                   "too fast; fine-grained experts' small GEMMs, token permutation and per-layer host syncs are not priced, so read "
+                   "the step time as a lower bound")
+    if cfg.cp >= 4:
+        out.append(f"cp={cfg.cp}: on torchtitan's published long-context runs at cp 4 and 8 this model was {rng(k['cp_ge_4'])} too fast; "
+                   "read the step time as a lower bound")
+    return out
 
 def _check(model, cfg, allow_uneven):
     errs = check(model, cfg)
@@ -123,6 +138,7 @@ def estimate(model: ModelSpec, cfg: ParallelConfig, topology: Topology | str = "
                    {"first": f(r["memory_first"]), "last": f(r["memory_last"])}, limit, f(r["memory"]) > limit,
                    links={a: _link(topo, links[a]) for a in AXIS_GROUPS}, efficiency=eff, efficiency_source=src,
                    microbatches=int(f(r["microbatches"])), hfu=f(r["hfu"]), dtype=dt, peak_tflops=f(r["peak_tflops"]), profile=pname)
+    est.caveats = _caveats(model, cfg, prof)
     if est.oom and advise: est.advice = _advice(model, cfg, topo, est, eff, dp_overlap, mem_fraction, allow_uneven, **kw)
     return est
 
@@ -188,7 +204,7 @@ def _estimate_text(e: Estimate) -> str:
              ", ".join(f"{k} {_gib(v)}" for k, v in e.memory_breakdown.items()) + (" — OUT OF MEMORY" if e.oom else ""),
              f"  links: " + ", ".join(f"{a} {l['level']}" for a, l in e.links.items() if l["group_size"] > 1),
              f"  efficiency {e.efficiency:.3f} ({e.efficiency_source}); profile: {e.profile}"]
-    return "\n".join(lines + [f"  {a}" for a in e.advice])
+    return "\n".join(lines + [f"  {a}" for a in e.advice] + [f"  caveat: {c}" for c in e.caveats])
 
 def _model_topology_args(a, default_model: str = "tiny-gpt"):
     try: model = model_from_args(a, default_model)

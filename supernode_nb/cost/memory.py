@@ -20,15 +20,15 @@ DTYPE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 2}   # bytes per weight /
 
 def _counts(m: ModelSpec) -> dict:
     "Parameter counts by place (per layer: dense part, expert part; embedding, head, final norm) and matmul weights per token."
-    h, kv, f, b = m.hidden, m.n_kv_heads * m.head_dim, m.ffn_hidden, int(m.bias)
+    h, q, kv, f, b = m.hidden, m.q_dim, m.n_kv_heads * m.head_dim, m.ffn_hidden, int(m.bias)
     mats = 3 if m.gated_mlp else 2
-    attn = 2 * h * h + 2 * h * kv + b * (2 * h + 2 * kv)
+    attn = 2 * h * q + 2 * h * kv + b * (q + h + 2 * kv)
     mlp1 = mats * h * f + b * (f * (mats - 1) + h)
     router = h * m.experts if m.is_moe else 0
     return dict(dense=attn + 2 * h * (1 + b) + router + (0 if m.is_moe else mlp1),   # per layer, sharded by tp
                 expert=m.experts * mlp1 if m.is_moe else 0,                           # per layer, sharded by tp × ep
                 emb=m.vocab * h + (m.seq_len * h if m.learned_pos else 0), head=m.vocab * h, fnorm=h * (1 + b),
-                lin=2 * h * h + 2 * h * kv + (m.top_k if m.is_moe else 1) * mats * h * f + router, router=router)
+                lin=2 * h * q + 2 * h * kv + (m.top_k if m.is_moe else 1) * mats * h * f + router, router=router)
 
 def _code(x, table: dict, what: str):
     "Integer codes of names in `table` (arrays of codes pass through); a clear error for unknown names."
@@ -41,7 +41,7 @@ def step_flops(model: ModelSpec, sequences, recompute: str = "none") -> tuple[fl
     "(model FLOPs, hardware FLOPs incl. recompute) of one training step over `sequences` sequences."
     c, l, s, h = _counts(model), model.layers, model.seq_len, model.hidden
     T = np.asarray(sequences, dtype=float) * s
-    lin, core = 2 * T * c["lin"], 4 * T * s * h
+    lin, core = 2 * T * c["lin"], 4 * T * s * model.q_dim
     mf = 3 * (l * (lin + core) + 2 * T * h * model.vocab)
     _code(recompute, RECOMPUTE_CODE, "recompute")
     rec = {"none": 0.0, "selective": l * core, "full": l * (lin + core)}[recompute]

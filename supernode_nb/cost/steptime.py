@@ -139,12 +139,12 @@ def _fp8_cast_bytes(model: ModelSpec, mbs, tp, cp, ep=1):
     "(forward, backward) HBM bytes one layer's float8 linears spend on casts, on one rank and micro-batch (tensorwise"
     "scaling, as torchtitan's Float8 and Transformer Engine do it): inputs and weights forward, output gradients backward,"
     "and the transposed copies the weight- and input-gradient GEMMs read. Attention's core, the router and the LM head stay bf16."
-    h, kv, f = model.hidden, model.n_kv_heads * model.head_dim, model.ffn_hidden
+    h, q, kv, f = model.hidden, model.q_dim, model.n_kv_heads * model.head_dim, model.ffn_hidden
     k, g, mats = (model.top_k if model.is_moe else 1), (2 if model.gated_mlp else 1), (3 if model.gated_mlp else 2)
     T, tp = np.asarray(mbs) * model.seq_len / np.asarray(cp), np.asarray(tp)
-    x = T * (h + k * h) + T * (h + k * f) / tp                # inputs: qkv and up read the whole (gathered) sequence, proj, down a shard
-    dy = T * (h + k * h) + T * (h + 2 * kv + k * g * f) / tp  # output gradients: proj's and down's whole, qkv's and up's a shard
-    wt = (2 * h * h + 2 * h * kv + mats * h * f * (model.experts / np.asarray(ep) if model.is_moe else 1)) / tp   # local weights
+    x = T * (h + k * h) + T * (q + k * f) / tp                # inputs: qkv and up read the whole (gathered) sequence, proj, down a shard
+    dy = T * (h + k * h) + T * (q + 2 * kv + k * g * f) / tp  # output gradients: proj's and down's whole, qkv's and up's a shard
+    wt = (2 * h * q + 2 * h * kv + mats * h * f * (model.experts / np.asarray(ep) if model.is_moe else 1)) / tp   # local weights
     cast, tr = FP8_CAST_BYTES
     return cast * (x + wt), cast * dy + tr * (x + dy + wt)
 
@@ -190,7 +190,7 @@ def _compute(model, C, c, mem, rate, hbm_GBps, o):
     Ls, w, s, h = mem["Ls"], mem["w"], model.seq_len, model.hidden
     T = mbs * s / cp                                        # tokens of one micro-batch on one rank (before tp)
     flash = o.get("flash", True)
-    lin_f, core_f = 2 * T * c["lin"] / tp, CAUSAL_EXECUTED * 4 * T * s * h / tp
+    lin_f, core_f = 2 * T * c["lin"] / tp, CAUSAL_EXECUTED * 4 * T * s * model.q_dim / tp
     fwd_f = Ls * (lin_f + core_f) + 2 * T * h * model.vocab / tp          # the last stage adds the LM head
     mb_f = 3 * fwd_f + np.select([rc == 2, rc == 1], [Ls * (lin_f + core_f), Ls * (core_f + o.get("selective_mm", 0.0) * lin_f)], 0)
     n_ops = Ls * OPS_PER_LAYER * (3 + (rc == 2)) * (0.5 if o.get("fused", True) else 1.0)

@@ -35,11 +35,14 @@ class ModelSpec:
     learned_pos: bool = True       # learned position embedding (GPT) rather than rotary
     tied_embeddings: bool = False  # LM head shares the input embedding
     bytes_per_param: int = 2       # 2 for bf16/fp16 weights, 4 for fp32
+    kv_channels: int | None = None # width of one attention head where heads × it ≠ hidden (Qwen3, GPT-OSS); None = hidden/heads
 
     @property
     def n_kv_heads(self) -> int: return self.kv_heads or self.heads
     @property
-    def head_dim(self) -> int: return self.hidden // self.heads if self.heads else 0
+    def head_dim(self) -> int: return self.kv_channels or (self.hidden // self.heads if self.heads else 0)
+    @property
+    def q_dim(self) -> int: return self.heads * self.head_dim    # width of the queries and of the attention's output
     @property
     def is_moe(self) -> bool: return self.experts > 0
 
@@ -47,9 +50,9 @@ class ModelSpec:
 
 # %% ../../nbs/00_foundation/01_config.ipynb #2e53b18a
 def _layer_params(m: ModelSpec, experts_counted: int) -> int:
-    h, kv = m.hidden, m.n_kv_heads * m.head_dim
+    h, q, kv = m.hidden, m.q_dim, m.n_kv_heads * m.head_dim
     b = int(m.bias)
-    attn = 2 * h * h + 2 * h * kv + b * (2 * h + 2 * kv)               # Q, O (h×h); K, V (h×kv)
+    attn = 2 * h * q + 2 * h * kv + b * (q + h + 2 * kv)               # Q (h×q), O (q×h); K, V (h×kv)
     mats = 3 if m.gated_mlp else 2
     mlp1 = mats * h * m.ffn_hidden + b * (m.ffn_hidden * (mats - 1) + h)
     mlp = mlp1 * max(experts_counted, 1) + (h * m.experts if m.is_moe else 0)  # + router
@@ -251,7 +254,7 @@ MODEL_SWITCHES = {"gated-mlp": "SwiGLU-style MLP with three matrices (Llama, Mix
 def add_model_args(p: Parser):
     "`--model PRESET` or explicit dimensions (`--layers --hidden --heads --seq --vocab ...`)."
     p.add_argument("--model", default=None, help=f"preset: {', '.join(MODEL_PRESETS)}")
-    for k in ("layers", "hidden", "heads", "ffn-hidden", "vocab", "seq", "experts", "top-k", "kv-heads"):
+    for k in ("layers", "hidden", "heads", "ffn-hidden", "vocab", "seq", "experts", "top-k", "kv-heads", "kv-channels"):
         p.add_argument(f"--{k}", type=int, default=None)
     for k, what in MODEL_SWITCHES.items():
         p.add_argument(f"--{k}", action=argparse.BooleanOptionalAction, default=None, help=f"{what} (default: the preset's)")
@@ -260,7 +263,8 @@ def model_from_args(a, default: str = "tiny-gpt") -> ModelSpec:
     "The `ModelSpec` named by `--model` and/or overridden by explicit dimensions."
     base = get_model(a.model or default) if (a.model or not a.layers) else ModelSpec(name="custom", bias=False)
     kw = {k: v for k, v in dict(layers=a.layers, hidden=a.hidden, heads=a.heads, ffn_hidden=a.ffn_hidden, vocab=a.vocab,
-                                 seq_len=a.seq, experts=a.experts, top_k=a.top_k, kv_heads=a.kv_heads).items() if v is not None}
+                                 seq_len=a.seq, experts=a.experts, top_k=a.top_k, kv_heads=a.kv_heads,
+                                 kv_channels=getattr(a, "kv_channels", None)).items() if v is not None}
     kw.update({k.replace("-", "_"): v for k in MODEL_SWITCHES if (v := getattr(a, k.replace("-", "_"), None)) is not None})
     if "hidden" in kw and "ffn_hidden" not in kw and not a.model: kw["ffn_hidden"] = 4 * kw["hidden"]
     return replace(base, name=base.name if not kw else (a.model or "custom"), **kw) if kw else base

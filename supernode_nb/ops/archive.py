@@ -90,6 +90,7 @@ def _flags(model: ModelSpec, cfg: ParallelConfig) -> list[str]:
                 "--ffn-hidden", str(model.ffn_hidden), "--vocab", str(model.vocab), "--seq", str(model.seq_len)]
         if model.experts: out += ["--experts", str(model.experts), "--top-k", str(model.top_k)]
         if model.kv_heads: out += ["--kv-heads", str(model.kv_heads)]
+        if model.kv_channels: out += ["--kv-channels", str(model.kv_channels)]
         out += [f"--{'' if getattr(model, k.replace('-', '_')) else 'no-'}{k}" for k in MODEL_SWITCHES]
     for ax in ("tp", "pp", "dp", "ep", "cp"):
         if getattr(cfg, ax) != 1: out += [f"--{ax}", str(getattr(cfg, ax))]
