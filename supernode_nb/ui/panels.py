@@ -291,6 +291,7 @@ def _est_source(st, est=None) -> str:
     src = f"costmodel.estimate on {topo.name} ({topo.chip.name}), profile: {prof or 'none'}"
     if prof.startswith("none") and topo.name.startswith("local"): src += " — `supernode-nb calibrate` measures this machine into one"
     elif prof and not prof.startswith("none"): src += f"; {error_band(prof)['text']}"
+    for c in getattr(est, "caveats", None) or []: src += f" — caveat: {c}"
     return src
 
 # %% ../../nbs/60_ui/67_panels.ipynb #9f1e59df
