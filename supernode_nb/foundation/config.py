@@ -172,6 +172,7 @@ def check(model: ModelSpec, cfg: ParallelConfig, world_size: int | None = None) 
     for k in ("layers", "hidden", "heads", "ffn_hidden", "vocab", "seq_len"):
         if getattr(model, k) < 1: e.append(f"model {k}={getattr(model, k)} must be >= 1")
     if model.kv_heads is not None and model.kv_heads < 1: e.append(f"model kv_heads={model.kv_heads} must be >= 1")
+    if model.kv_channels is not None and model.kv_channels < 1: e.append(f"model kv_channels={model.kv_channels} must be >= 1")
     if cfg.schedule not in SCHEDULES: e.append(f"schedule {cfg.schedule!r} unknown; use {', '.join(SCHEDULES)}")
     if cfg.recompute not in RECOMPUTE: e.append(f"recompute {cfg.recompute!r} unknown; use {', '.join(RECOMPUTE)}")
     if not 0 <= cfg.zero <= 3: e.append(f"zero={cfg.zero} must be 0, 1, 2 or 3")
