@@ -11,11 +11,11 @@ from dataclasses import dataclass, replace
 import numpy as np
 from ..foundation.config import ModelSpec, ParallelConfig, MODEL_PRESETS
 from ..foundation.topology import Topology, topology_for, GiB, H100 as _H100
-from .steptime import _costs, _columns, _analytic_links, efficiency_for, EFFICIENCY
+from .steptime import _costs, _columns, _analytic_links, efficiency_for, EFFICIENCY, MOE_HOST_S
 
 # %% auto #0
 __all__ = ['H100_500W', 'PUBLISHED_RUNS', 'LONG_CONTEXT_RUNS', 'MOE_RUNS', 'PublishedRun', 'predict_run', 'fit_efficiency',
-           'leave_one_out', 'calibration_table', 'known_misses']
+           'leave_one_out', 'calibration_table', 'known_misses', 'fit_moe_host']
 
 # %% ../../nbs/10_cost/17_published.ipynb #def5fb2a
 @dataclass(frozen=True)
@@ -226,13 +226,18 @@ _QWEN3_30B = ModelSpec("qwen3-30b-a3b", layers=48, hidden=2048, heads=32, kv_hea
                        seq_len=4096, experts=128, top_k=8, gated_mlp=True, bias=False, learned_pos=False)
 _GPT_OSS = ModelSpec("gpt-oss-120b", layers=36, hidden=2880, heads=64, kv_heads=8, kv_channels=64, ffn_hidden=2880, vocab=201088,
                      seq_len=4096, experts=128, top_k=4, gated_mlp=True, bias=True, learned_pos=False)
-def _mb_moe(name, model, n, gbs, mbs, pp, vp, ep, val, release, fp8):
+def _mb_moe(name, model, n, gbs, mbs, pp, vp, ep, val, release, fp8, system="DGX-H100", topology=_H100P):
     c = _pc(dp=n // pp, pp=pp, ep=ep, micro_batch_size=mbs, global_batch_size=gbs, zero=1, schedule="interleaved" if vp > 1 else "1f1b",
             virtual_stages=vp, reduce_dtype="fp32")
-    return PublishedRun(name, model, c, _H100P, "tokens_per_s_per_device", val, _MBR.format(release, "DGX-H100").replace(" (FP8 current "
+    return PublishedRun(name, model, c, topology, "tokens_per_s_per_device", val, _MBR.format(release, system).replace(" (FP8 current "
                         "scaling)", " (FP8)" if fp8 else " (BF16)"), "alltoall dispatcher, no recompute; GPT-OSS's sliding-window layers "
-                        "and attention sinks priced as full attention", allow_uneven=True, flash=True, fp8_linear=fp8)
-MOE_RUNS: list[PublishedRun] = [
+                        "and attention sinks priced as full attention; a DGX-B200's 8 GPUs priced as one GB200 tray", allow_uneven=True,
+                        flash=True, fp8_linear=fp8)
+_BW = dict(topology="gb200-nvl72")
+MOE_RUNS: list[PublishedRun] = [   # the first four fit `MOE_HOST_S`; the H100 rows check it out of sample
+    *[_mb_moe(f"mb-{s.lower()[4:]}-qwen3-30b-a3b-{rel.replace('.', '')}", _QWEN3_30B, 8, 512, mbs, 1, 1, 8, v, rel, True, s, **_BW)
+      for s, mbs, rel, v in (("DGX-GB200", 4, "25.11", 23766), ("DGX-GB200", 4, "26.02", 26084), ("DGX-B200", 1, "25.11", 9299),
+                             ("DGX-B200", 1, "26.02", 9691))],
     _mb_moe("mb-qwen3-30b-a3b-fp8", _QWEN3_30B, 16, 512, 2, 2, 24, 8, 5275, "25.11", True),
     _mb_moe("mb-qwen3-30b-a3b-fp8-2602", _QWEN3_30B, 16, 1024, 1, 2, 12, 8, 5113, "26.02", True),
     _mb_moe("mb-gpt-oss-120b", _GPT_OSS, 64, 512, 4, 4, 1, 8, 5630, "25.11", False),
@@ -244,7 +249,8 @@ def _metric(run: PublishedRun, r: dict) -> np.ndarray:
     return r[run.metric]
 
 def predict_run(run: PublishedRun,   # the run
-                efficiency=None      # matmul efficiency (an array predicts for each); None: the fitted one for its device
+                efficiency=None,     # matmul efficiency (an array predicts for each); None: the fitted one for its device
+                moe_host_s=None      # the host's hold per MoE layer and micro-batch; None: `steptime.MOE_HOST_S`
                ) -> np.ndarray:
     "The model's value of `run.metric` for `run`."
     topo = run.topo()
@@ -252,8 +258,7 @@ def predict_run(run: PublishedRun,   # the run
     C = {k: np.repeat(v, eff.size) for k, v in _columns([run.config]).items()}
     r = _costs(run.model, C, topo, _analytic_links(topo, C, run.config.order), eff, run.dp_overlap, run.allow_uneven,
                dtype="fp8" if run.fp8_linear else run.config.dtype, tp_overlap=run.tp_overlap, flash=run.flash, fused=run.fused,
-               selective_mm=run.selective_mm,
-               zero3_regather=run.zero3_regather)
+               selective_mm=run.selective_mm, zero3_regather=run.zero3_regather, moe_host_s=moe_host_s)
     return _metric(run, r).reshape(np.shape(efficiency) if efficiency is not None else ())
 
 def _log_errors(runs, effs) -> np.ndarray:
@@ -304,4 +309,11 @@ def calibration_table(runs=None,                         # published runs (defau
 def known_misses() -> dict:
     "Predicted ÷ published throughput of the rows priced beside the table: {'moe': [...], 'cp_ge_4': [...]} (fitted efficiencies)."
     ratio = lambda runs: [round(float(predict_run(r)) / r.value, 2) for r in runs]
-    return {"moe": ratio(MOE_RUNS), "cp_ge_4": ratio([r for r in LONG_CONTEXT_RUNS if r.config.cp >= 4])}
+    return {"moe": ratio([r for r in MOE_RUNS if r.topology == _H100P]), "cp_ge_4": ratio([r for r in LONG_CONTEXT_RUNS if r.config.cp >= 4])}
+
+def fit_moe_host(runs=None,                               # MoE runs (default: the GB200 and B200 rows of `MOE_RUNS`)
+                 grid=np.arange(0, 20.0001e-3, 0.25e-3)):  # seconds per MoE layer and micro-batch
+    "`steptime.MOE_HOST_S`: the host's hold per MoE layer and micro-batch minimising the squared log error over `runs`."
+    runs = [r for r in MOE_RUNS if r.topology != _H100P] if runs is None else runs
+    err = [sum(float(np.log(predict_run(r, moe_host_s=g) / r.value)) ** 2 for r in runs) for g in grid]
+    return float(grid[int(np.argmin(err))])

@@ -15,10 +15,10 @@ from .memory import (_counts, _memory, step_flops, SCHEDULE_CODE, RECOMPUTE_CODE
 
 # %% auto #0
 __all__ = ['AXIS_GROUPS', 'FP32_TFLOPS', 'FP32_RATIO_ASSUMED', 'FP8_TFLOPS', 'EFFICIENCY', 'HBM_EFFICIENCY', 'BUS_EFFICIENCY',
-           'ELEM_REPLICATED', 'CAUSAL_EXECUTED', 'OPS_PER_LAYER', 'KERNEL_GAP_S', 'SCORE_ELEMS', 'LOGIT_BYTES',
-           'EAGER_REPLICATED', 'EAGER_BACKWARD', 'FP8_CAST_BYTES', 'ENGINE_OPS', 'COMM_AXES', 'ENGINE_BUCKET_BYTES',
-           'peak_tflops', 'efficiency_for', 'engine_ops', 'engine_tensors', 'blocking_collectives',
-           'collectives_per_step']
+           'ELEM_REPLICATED', 'CAUSAL_EXECUTED', 'OPS_PER_LAYER', 'KERNEL_GAP_S', 'MOE_HOST_S', 'SCORE_ELEMS',
+           'LOGIT_BYTES', 'EAGER_REPLICATED', 'EAGER_BACKWARD', 'FP8_CAST_BYTES', 'ENGINE_OPS', 'COMM_AXES',
+           'ENGINE_BUCKET_BYTES', 'peak_tflops', 'efficiency_for', 'engine_ops', 'engine_tensors',
+           'blocking_collectives', 'collectives_per_step']
 
 # %% ../../nbs/10_cost/16_steptime.ipynb #43197a2d
 AXIS_GROUPS = {"tp": "tp", "cp": "cp", "dp": "dp-cp", "pp": "pp", "ep": "ep", "edp": "edp"}   # axis -> layout group its collectives use
@@ -116,6 +116,8 @@ ELEM_REPLICATED = 11.0   # elements read + written per hidden element by a layer
 CAUSAL_EXECUTED = 1.0    # s² attention FLOPs priced at the matmul rate: a causal flash kernel skips half, at ~half the matmul efficiency
 OPS_PER_LAYER = 24       # operators (kernels) of one layer's forward: ~12 fused, the rest eager (a profile prices each)
 KERNEL_GAP_S = 3e-6      # seconds a device idles between two dependent kernels (launch latency)
+MOE_HOST_S = 6e-3        # seconds per MoE layer and micro-batch the host holds the device in a dropless dispatch (it syncs on the
+                         # token counts, then the layer runs as fast as the host launches it): fitted, `published.fit_moe_host`
 SCORE_ELEMS = 4.5        # without flash attention: elements read + written per attention score (fused softmax 2, dropout 2.5)
 LOGIT_BYTES = 28         # per logit and micro-batch: bf16 out (2), fp32 upcast (2 + 4), softmax (4 + 4), its gradient (4 + 4), bf16 downcast (4)
 EAGER_REPLICATED = 42.0  # eager PyTorch, unfused: fp32 RMSNorm in 6 kernels (18 two-byte elements, ×2), residual adds (3, ×2)
@@ -207,8 +209,10 @@ def _compute(model, C, c, mem, rate, hbm_GBps, o):
     t_logits = LOGIT_BYTES * T * model.vocab / tp / bw       # the loss over the vocabulary, forward and backward
     if o["profile"] is not None: e_pass, t_logits = 0.0, 0.0 # a profile's per-operator cost holds the element-wise work
     c_f, c_b = (Ls * x / bw for x in _fp8_cast_bytes(model, mbs, tp, cp, C["ep"])) if fp8 else (0.0, 0.0)
-    t_mb = t_mm + Ls * e_pass * (1 + (1 if o.get("fused", True) else EAGER_BACKWARD) + (rc == 2)) + t_logits + c_f * (1 + (rc == 2)) + c_b
-    t_fwd = t_mm * fwd_f / mb_f + Ls * e_pass + t_logits / 2 + c_f
+    hold = Ls * o.get("moe_host_s", MOE_HOST_S) * (model.is_moe and o.get("engine") == "megatron")   # host-bound MoE dispatch
+    t_mb = (t_mm + Ls * e_pass * (1 + (1 if o.get("fused", True) else EAGER_BACKWARD) + (rc == 2)) + t_logits + c_f * (1 + (rc == 2)) + c_b
+            + hold)
+    t_fwd = t_mm * fwd_f / mb_f + Ls * e_pass + t_logits / 2 + c_f + hold / 3
     return dict(t_mb=t_mb, t_fwd=t_fwd, t_bwd=t_mb - t_fwd, t_mm=t_mm, t_core=t_mm * core_f / mb_f)
 
 # %% ../../nbs/10_cost/16_steptime.ipynb #6cb56de7
@@ -318,7 +322,8 @@ def collectives_per_step(model: ModelSpec, cfg: ParallelConfig) -> dict:
     return {"per_microbatch": mb, "per_step": st, "total": cfg.num_microbatches * mb + st}
 
 def _costs(model: ModelSpec, C: dict, topo: Topology, links: dict, efficiency, dp_overlap: float = 1.0, allow_uneven: bool = False, *,
-           dtype: str = "bf16", profile=None, tp_overlap=False, flash=True, fused=True, selective_mm=0.0, zero3_regather=True) -> dict:
+           dtype: str = "bf16", profile=None, tp_overlap=False, flash=True, fused=True, selective_mm=0.0, zero3_regather=True,
+           moe_host_s=None) -> dict:
     "Memory (first and last stage, by category) and step time (by part) of the configurations in columns `C`."
     if dtype == "fp8" and profile is not None:
         raise ValueError(f"dtype fp8: machine profile {getattr(profile, 'name', '')!r} measured no float8 matmuls; "
@@ -332,7 +337,7 @@ def _costs(model: ModelSpec, C: dict, topo: Topology, links: dict, efficiency, d
     rph = _rph(topo, C)
     hide = 1.0 if profile is None else _vec(lambda r: profile.hidden(int(r)))(rph)   # the share of it this machine hides
     o = dict(dp_overlap=dp_overlap, hide=hide, tp_overlap=np.asarray(tp_overlap), profile=profile, dtype=dtype, rph=rph, flash=flash, fused=fused,
-             selective_mm=selective_mm, regather=zero3_regather, engine=engine,
+             selective_mm=selective_mm, regather=zero3_regather, engine=engine, moe_host_s=MOE_HOST_S if moe_host_s is None else moe_host_s,
              bucket=ENGINE_BUCKET_BYTES if engine == "supernode_nb" else DDP_BUCKET_BYTES,
              levels=[l.name for l in topo.levels])
     if dtype == "fp8": o["rate8"] = peak_tflops(topo.chip, "fp8")[0] * 1e12 * np.asarray(efficiency, dtype=float)
