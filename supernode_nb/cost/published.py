@@ -35,6 +35,8 @@ class PublishedRun:
     selective_mm: float = 0.0     # share of the linear layers' matmuls "selective" recompute repeats (torchtitan's op-level AC: every other)
     zero3_regather: bool = True   # ZeRO-3 gathers the weights again for the recomputed forward (DeepSpeed; FSDP recomputes inside its gather)
     fp8_linear: bool = False      # the transformer's nn.Linear matmuls in float8 (torchtitan's Float8; the LM head and attention stay bf16)
+    cp_merge: bool = True         # CP runs attention chunk by chunk and merges the partial outputs (TE's ring, torch's context_parallel);
+                                  # False: it gathers K and V and runs one attention per rank (Llama 3)
 
     def topo(self) -> Topology:
         t = topology_for(self.topology, self.config.world_size)
@@ -100,7 +102,8 @@ def _llama3(n, cp, dp, s, tf):
             schedule="interleaved", virtual_stages=2)
     return PublishedRun(f"llama3-405b-{n}{'-cp' if cp > 1 else ''}", m, c, _H100P, "tflops_per_device", tf, _L3,
                         "micro-batch 1, interleaved ×2, 126 layers split unevenly, SP, FSDP as ZeRO-1 (weights gathered once per step), "
-                        "flash attention; RoCE 400 Gb/s per GPU modelled as the DGX H100 SuperPOD's IB", allow_uneven=True, flash=True)
+                        "flash attention; all-gather CP (one attention per rank, no merges); RoCE 400 Gb/s per GPU modelled as the "
+                        "DGX H100 SuperPOD's IB", allow_uneven=True, flash=True, cp_merge=False)
 
 _TT8 = [
     *[_tt(f"tt-llama3-8b-{n}{suffix}", "llama3-8b", _pc(dp=n, zero=3, micro_batch_size=2, global_batch_size=2 * n, recompute="selective",
@@ -258,7 +261,8 @@ def predict_run(run: PublishedRun,   # the run
     C = {k: np.repeat(v, eff.size) for k, v in _columns([run.config]).items()}
     r = _costs(run.model, C, topo, _analytic_links(topo, C, run.config.order), eff, run.dp_overlap, run.allow_uneven,
                dtype="fp8" if run.fp8_linear else run.config.dtype, tp_overlap=run.tp_overlap, flash=run.flash, fused=run.fused,
-               selective_mm=run.selective_mm, zero3_regather=run.zero3_regather, moe_host_s=moe_host_s)
+               selective_mm=run.selective_mm, zero3_regather=run.zero3_regather, moe_host_s=moe_host_s,
+               cp_merge=run.cp_merge)
     return _metric(run, r).reshape(np.shape(efficiency) if efficiency is not None else ())
 
 def _log_errors(runs, effs) -> np.ndarray:

@@ -137,6 +137,14 @@ def _elementwise_bytes(model: ModelSpec, mbs, tp, cp, sp, w, fused: bool = True)
 FP8_CAST_BYTES = (5.0, 2.0)   # per element a float8 linear casts: amax, then scale and cast (read 2 + read 2 + write 1); and
                               # per element of the transposed float8 copy a backward GEMM reads (read 1 + write 1)
 
+def _cp_merge_bytes(model: ModelSpec, mbs, tp, cp, w):
+    "(forward, backward) HBM bytes one layer's ring attention (context parallelism) spends merging partial results on one"
+    "rank and micro-batch: each of the cp − 1 later steps folds its output into the running one (read both, write one) and"
+    "backward accumulates the partial gradients of Q, K and V in fp32 (read and write, plus the partial read)."
+    q, kv = model.q_dim, model.n_kv_heads * model.head_dim
+    T, cp, tp = np.asarray(mbs) * model.seq_len / np.asarray(cp), np.asarray(cp), np.asarray(tp)
+    return (cp - 1) * T * 3 * w * q / tp, (cp - 1) * T * 3 * 4 * (q + 2 * kv) / tp
+
 def _fp8_cast_bytes(model: ModelSpec, mbs, tp, cp, ep=1):
     "(forward, backward) HBM bytes one layer's float8 linears spend on casts, on one rank and micro-batch (tensorwise"
     "scaling, as torchtitan's Float8 and Transformer Engine do it): inputs and weights forward, output gradients backward,"
@@ -210,9 +218,10 @@ def _compute(model, C, c, mem, rate, hbm_GBps, o):
     if o["profile"] is not None: e_pass, t_logits = 0.0, 0.0 # a profile's per-operator cost holds the element-wise work
     c_f, c_b = (Ls * x / bw for x in _fp8_cast_bytes(model, mbs, tp, cp, C["ep"])) if fp8 else (0.0, 0.0)
     hold = Ls * o.get("moe_host_s", MOE_HOST_S) * (model.is_moe and o.get("engine") == "megatron")   # host-bound MoE dispatch
+    m_f, m_b = (0.0, 0.0) if o["profile"] is not None or not o.get("cp_merge", True) else (Ls * x / bw for x in _cp_merge_bytes(model, mbs, tp, cp, w))
     t_mb = (t_mm + Ls * e_pass * (1 + (1 if o.get("fused", True) else EAGER_BACKWARD) + (rc == 2)) + t_logits + c_f * (1 + (rc == 2)) + c_b
-            + hold)
-    t_fwd = t_mm * fwd_f / mb_f + Ls * e_pass + t_logits / 2 + c_f + hold / 3
+            + hold + m_f * (1 + (rc == 2)) + m_b)
+    t_fwd = t_mm * fwd_f / mb_f + Ls * e_pass + t_logits / 2 + c_f + hold / 3 + m_f
     return dict(t_mb=t_mb, t_fwd=t_fwd, t_bwd=t_mb - t_fwd, t_mm=t_mm, t_core=t_mm * core_f / mb_f)
 
 # %% ../../nbs/10_cost/16_steptime.ipynb #6cb56de7
@@ -323,7 +332,7 @@ def collectives_per_step(model: ModelSpec, cfg: ParallelConfig) -> dict:
 
 def _costs(model: ModelSpec, C: dict, topo: Topology, links: dict, efficiency, dp_overlap: float = 1.0, allow_uneven: bool = False, *,
            dtype: str = "bf16", profile=None, tp_overlap=False, flash=True, fused=True, selective_mm=0.0, zero3_regather=True,
-           moe_host_s=None) -> dict:
+           moe_host_s=None, cp_merge=True) -> dict:
     "Memory (first and last stage, by category) and step time (by part) of the configurations in columns `C`."
     if dtype == "fp8" and profile is not None:
         raise ValueError(f"dtype fp8: machine profile {getattr(profile, 'name', '')!r} measured no float8 matmuls; "
@@ -337,7 +346,7 @@ def _costs(model: ModelSpec, C: dict, topo: Topology, links: dict, efficiency, d
     rph = _rph(topo, C)
     hide = 1.0 if profile is None else _vec(lambda r: profile.hidden(int(r)))(rph)   # the share of it this machine hides
     o = dict(dp_overlap=dp_overlap, hide=hide, tp_overlap=np.asarray(tp_overlap), profile=profile, dtype=dtype, rph=rph, flash=flash, fused=fused,
-             selective_mm=selective_mm, regather=zero3_regather, engine=engine, moe_host_s=MOE_HOST_S if moe_host_s is None else moe_host_s,
+             selective_mm=selective_mm, regather=zero3_regather, engine=engine, moe_host_s=MOE_HOST_S if moe_host_s is None else moe_host_s, cp_merge=cp_merge,
              bucket=ENGINE_BUCKET_BYTES if engine == "supernode_nb" else DDP_BUCKET_BYTES,
              levels=[l.name for l in topo.levels])
     if dtype == "fp8": o["rate8"] = peak_tflops(topo.chip, "fp8")[0] * 1e12 * np.asarray(efficiency, dtype=float)
