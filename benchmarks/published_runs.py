@@ -10,11 +10,11 @@ Run: python benchmarks/published_runs.py
 """
 import json, os, time
 
-from supernode_nb.cost.published import PUBLISHED_RUNS, LONG_CONTEXT_RUNS, MOE_RUNS, leave_one_out, fit_efficiency, predict_run
+from supernode_nb.cost.published import PUBLISHED_RUNS, LONG_CONTEXT_RUNS, MOE_RUNS, MOE_FIT_RUNS, leave_one_out, fit_efficiency, predict_run
 
 
 # The model before the physical terms (commit faf03df: fitted κ, DP traffic hidden at any dp), leave-one-out on these same
-# 52 rows (46 of today's 61, and torchtitan's 6 Float8 rows priced then as bf16 eager), as measured once when they were added (it cannot
+# 52 rows (46 of today's 76, and torchtitan's 6 Float8 rows priced then as bf16 eager), as measured once when they were added (it cannot
 # run from this tree): for comparison only.
 BEFORE = dict(commit="faf03df", loo_abs_error_pct=dict(median=15.1, max=281.6, mean=29.9), zero3_rows=dict(median=75.5, max=281.6),
               on_its_own_18_rows=dict(median=9.5, max=30.0))
@@ -33,7 +33,7 @@ def _long_context() -> dict:
 
 def _moe() -> list:
     "The MoE rows at the table's fitted efficiency: the GB200/B200 ones fit MOE_HOST_S (fit_on_these), the H100 ones check it."
-    return [dict(run=r.name, ep=r.config.ep, experts=r.model.experts, top_k=r.model.top_k, fit_on_these=r.topology != "dgx-h100-superpod",
+    return [dict(run=r.name, ep=r.config.ep, experts=r.model.experts, top_k=r.model.top_k, fit_on_these=r in MOE_FIT_RUNS,
                  published=r.value, predicted=round(p, 1), error_pct=round(100 * (p / r.value - 1), 1),
                  error_pct_without_host_hold=round(100 * (p0 / r.value - 1), 1))
             for r in MOE_RUNS for p, p0 in [(float(predict_run(r)), float(predict_run(r, moe_host_s=0.0)))]]

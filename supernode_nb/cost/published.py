@@ -14,8 +14,8 @@ from ..foundation.topology import Topology, topology_for, GiB, H100 as _H100
 from .steptime import _costs, _columns, _analytic_links, efficiency_for, EFFICIENCY, MOE_HOST_S
 
 # %% auto #0
-__all__ = ['H100_500W', 'PUBLISHED_RUNS', 'LONG_CONTEXT_RUNS', 'MOE_RUNS', 'PublishedRun', 'predict_run', 'fit_efficiency',
-           'leave_one_out', 'calibration_table', 'known_misses', 'fit_moe_host']
+__all__ = ['H100_500W', 'PUBLISHED_RUNS', 'LONG_CONTEXT_RUNS', 'MOE_RUNS', 'MOE_FIT_RUNS', 'PublishedRun', 'predict_run',
+           'fit_efficiency', 'leave_one_out', 'calibration_table', 'known_misses', 'fit_moe_host']
 
 # %% ../../nbs/10_cost/17_published.ipynb #def5fb2a
 @dataclass(frozen=True)
@@ -113,13 +113,13 @@ _TT8 = [
                                            ("-compile-fp8", "torch.compile + Float8 linears", True, True)), vals)],
 ]
 
-_MBR = ("Megatron-Bridge docs/performance-summary.md and -archive.md, {} container, {} (FP8 current scaling); settings from its "
+_MBR = ("Megatron-Bridge docs/performance-summary.md and -archive.md, {} container, {} ({}); settings from its "
         "scripts/performance")
 def _mbridge(name, model, n, tp, pp, cp, vp, gbs, zero, val, note="", release="25.11", mbs=1, system="DGX-H100", topology=_H100P):
     "A Megatron-Bridge row: Llama 3 at 8k tokens, float8 linears, flash attention, distributed optimizer."
     c = _pc(dp=n // (tp * pp * cp), tp=tp, pp=pp, cp=cp, micro_batch_size=mbs, global_batch_size=gbs, zero=zero, sequence_parallel=tp > 1,
             schedule="interleaved" if vp > 1 else "1f1b", virtual_stages=vp, reduce_dtype="fp32")
-    return PublishedRun(name, MODEL_PRESETS[model], c, topology, "tokens_per_s_per_device", val, _MBR.format(release, system),
+    return PublishedRun(name, MODEL_PRESETS[model], c, topology, "tokens_per_s_per_device", val, _MBR.format(release, system, "FP8 current scaling"),
                         f"TP communication overlapped (the recipes' default), no recompute{note}", allow_uneven=True, tp_overlap=tp > 1,
                         flash=True, fp8_linear=True)
 _MB_H100 = [_mbridge("mb-llama3-8b-fp8", "llama3-8b", 8, 1, 1, 1, 1, 128, 3, 14451, " (the recipe recomputes 5 of 32 layers: ~5 % "
@@ -232,12 +232,11 @@ _GPT_OSS = ModelSpec("gpt-oss-120b", layers=36, hidden=2880, heads=64, kv_heads=
 def _mb_moe(name, model, n, gbs, mbs, pp, vp, ep, val, release, fp8, system="DGX-H100", topology=_H100P):
     c = _pc(dp=n // pp, pp=pp, ep=ep, micro_batch_size=mbs, global_batch_size=gbs, zero=1, schedule="interleaved" if vp > 1 else "1f1b",
             virtual_stages=vp, reduce_dtype="fp32")
-    return PublishedRun(name, model, c, topology, "tokens_per_s_per_device", val, _MBR.format(release, system).replace(" (FP8 current "
-                        "scaling)", " (FP8)" if fp8 else " (BF16)"), "alltoall dispatcher, no recompute; GPT-OSS's sliding-window layers "
+    return PublishedRun(name, model, c, topology, "tokens_per_s_per_device", val, _MBR.format(release, system, "FP8" if fp8 else "BF16"), "alltoall dispatcher, no recompute; GPT-OSS's sliding-window layers "
                         "and attention sinks priced as full attention; a DGX-B200's 8 GPUs priced as one GB200 tray", allow_uneven=True,
                         flash=True, fp8_linear=fp8)
 _BW = dict(topology="gb200-nvl72")
-MOE_RUNS: list[PublishedRun] = [   # the first four fit `MOE_HOST_S`; the H100 rows check it out of sample
+MOE_RUNS: list[PublishedRun] = [   # the GB200/B200 rows (MOE_FIT_RUNS) fit `MOE_HOST_S`; the H100 rows check it out of sample
     *[_mb_moe(f"mb-{s.lower()[4:]}-qwen3-30b-a3b-{rel.replace('.', '')}", _QWEN3_30B, 8, 512, mbs, 1, 1, 8, v, rel, True, s, **_BW)
       for s, mbs, rel, v in (("DGX-GB200", 4, "25.11", 23766), ("DGX-GB200", 4, "26.02", 26084), ("DGX-B200", 1, "25.11", 9299),
                              ("DGX-B200", 1, "26.02", 9691))],
@@ -245,6 +244,7 @@ MOE_RUNS: list[PublishedRun] = [   # the first four fit `MOE_HOST_S`; the H100 r
     _mb_moe("mb-qwen3-30b-a3b-fp8-2602", _QWEN3_30B, 16, 1024, 1, 2, 12, 8, 5113, "26.02", True),
     _mb_moe("mb-gpt-oss-120b", _GPT_OSS, 64, 512, 4, 4, 1, 8, 5630, "25.11", False),
     _mb_moe("mb-gpt-oss-120b-2602", _GPT_OSS, 64, 1280, 1, 4, 1, 8, 5993, "26.02", False)]
+MOE_FIT_RUNS: list[PublishedRun] = [r for r in MOE_RUNS if r.topology != _H100P]
 
 # %% ../../nbs/10_cost/17_published.ipynb #ad7c144a
 def _metric(run: PublishedRun, r: dict) -> np.ndarray:
@@ -313,11 +313,11 @@ def calibration_table(runs=None,                         # published runs (defau
 def known_misses() -> dict:
     "Predicted ÷ published throughput of the rows priced beside the table: {'moe': [...], 'cp_ge_4': [...]} (fitted efficiencies)."
     ratio = lambda runs: [round(float(predict_run(r)) / r.value, 2) for r in runs]
-    return {"moe": ratio([r for r in MOE_RUNS if r.topology == _H100P]), "cp_ge_4": ratio([r for r in LONG_CONTEXT_RUNS if r.config.cp >= 4])}
+    return {"moe": ratio([r for r in MOE_RUNS if r not in MOE_FIT_RUNS]), "cp_ge_4": ratio([r for r in LONG_CONTEXT_RUNS if r.config.cp >= 4])}
 
-def fit_moe_host(runs=None,                               # MoE runs (default: the GB200 and B200 rows of `MOE_RUNS`)
+def fit_moe_host(runs=None,                               # MoE runs (default: `MOE_FIT_RUNS`, the GB200 and B200 rows)
                  grid=np.arange(0, 20.0001e-3, 0.25e-3)):  # seconds per MoE layer and micro-batch
     "`steptime.MOE_HOST_S`: the host's hold per MoE layer and micro-batch minimising the squared log error over `runs`."
-    runs = [r for r in MOE_RUNS if r.topology != _H100P] if runs is None else runs
+    runs = MOE_FIT_RUNS if runs is None else runs
     err = [sum(float(np.log(predict_run(r, moe_host_s=g) / r.value)) ** 2 for r in runs) for g in grid]
     return float(grid[int(np.argmin(err))])

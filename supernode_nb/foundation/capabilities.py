@@ -44,8 +44,8 @@ def engine_gaps(spec: ModelSpec,        # the model
         out.append(f"tied_embeddings with pp={cfg.pp}: sharing the embedding across pipeline stages is not implemented here")
     if spec.kv_heads and cfg.tp > 1 and spec.kv_heads % cfg.tp and not cap["kv_replication"]:
         out.append(f"kv_heads={spec.kv_heads} not divisible by tp={cfg.tp}: replicating key/value heads is not implemented here")
-    if spec.kv_channels and spec.kv_channels * spec.heads != spec.hidden:
-        out.append(f"kv_channels={spec.kv_channels}: heads × kv_channels = {spec.kv_channels * spec.heads} ≠ hidden={spec.hidden}; "
+    if spec.kv_channels and spec.q_dim != spec.hidden:
+        out.append(f"kv_channels={spec.kv_channels}: heads × kv_channels = {spec.q_dim} ≠ hidden={spec.hidden}; "
                    "the engine's attention is hidden wide (the cost model prices it)")
     return out
 
@@ -62,6 +62,6 @@ def engine_gap_columns(spec: ModelSpec, C: dict, backend: str = "gloo", schedule
         out["schedule not implemented"] = ~np.isin(C["sched"], ok)
     if spec.tied_embeddings and not cap["tied_embeddings_pp"]: out["tied embeddings across pipeline stages"] = C["pp"] > 1
     if spec.kv_heads and not cap["kv_replication"]: out["tp > kv_heads (kv replication)"] = (C["tp"] > 1) & (spec.kv_heads % C["tp"] != 0)
-    if spec.kv_channels and spec.kv_channels * spec.heads != spec.hidden:
+    if spec.kv_channels and spec.q_dim != spec.hidden:
         out["attention wider than hidden (kv_channels)"] = np.ones(np.shape(C["tp"]), bool)
     return out
