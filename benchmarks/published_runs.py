@@ -5,12 +5,15 @@ Each row is predicted with its device type's one efficiency fitted to all the ot
 torchtitan's Float8 rows are priced with their linears in float8 (dtype "fp8"). Its long-context rows (context parallelism at
 32k-256k tokens, LONG_CONTEXT_RUNS) are reported beside: out of sample at the table's fitted efficiency, and leave-one-out with them in.
 Megatron-Bridge's fine-grained MoE rows (MOE_RUNS) are reported beside too: the GB200/B200 ones fit MOE_HOST_S, the H100 ones check it.
+llm-foundry's 112 MPT rows (FSDP on A100 and H100, 125M-70B, 512-65k tokens; supernode_nb.cost.foundry) are priced out of sample at
+the table's fitted efficiencies: none of them was fitted.
 Error = predicted / published - 1 on the row's own metric (TFLOP/s per GPU, seconds per iteration or tokens/s per GPU).
 Run: python benchmarks/published_runs.py
 """
 import json, os, time
 
 from supernode_nb.cost.published import PUBLISHED_RUNS, LONG_CONTEXT_RUNS, MOE_RUNS, MOE_FIT_RUNS, leave_one_out, fit_efficiency, predict_run
+from supernode_nb.cost.foundry import foundry_errors
 
 
 # The model before the physical terms (commit faf03df: fitted κ, DP traffic hidden at any dp), leave-one-out on these same
@@ -38,6 +41,16 @@ def _moe() -> list:
                  error_pct_without_host_hold=round(100 * (p0 / r.value - 1), 1))
             for r in MOE_RUNS for p, p0 in [(float(predict_run(r)), float(predict_run(r, moe_host_s=0.0)))]]
 
+def _foundry() -> dict:
+    "llm-foundry's FSDP rows, out of sample: overall, per device, across nodes, long sequences, and the rows missed by more than 20 %."
+    fe = foundry_errors(); a = fe.error_pct.abs()
+    part = lambda m: _stats(a[m])
+    return dict(all=dict(_stats(a), within_10=int((a <= 10).sum())), a100=part(fe.device.str.startswith("A100")),
+                h100=part(fe.device.str.startswith("H100")), across_nodes=part(fe.gpus > 8), seq_ge_16k=part(fe.seq >= 16384),
+                full_recompute=part(fe.recompute == "full"),
+                over_20=[dict(run=r.run, micro_batch=r.micro_batch, recompute=r.recompute, error_pct=r.error_pct)
+                         for r in fe[a > 20].itertuples()])
+
 def main():
     t0 = time.perf_counter()
     lo = leave_one_out()
@@ -49,7 +62,7 @@ def main():
                                                  mean=round(float(a.mean()), 1), within_10=int((a <= 10).sum()), within_20=int((a <= 20).sum())),
                           zero3_rows=_stats(a[lo.run.str.contains("zero3")]), before=BEFORE,
                           by_source=groups, efficiency_fitted_on_all={k: v for k, v in fit_efficiency().items()},
-                          long_context=_long_context(), moe_out_of_sample=_moe(),
+                          long_context=_long_context(), moe_out_of_sample=_moe(), fsdp_out_of_sample=_foundry(),
                           per_row=[dict(run=r.run, metric=r.metric, published=r.published, predicted=r.predicted, error_pct=r.error_pct)
                                    for r in lo.itertuples()],
                           seconds=round(time.perf_counter() - t0, 2), load_avg_1min=os.getloadavg()[0]), indent=1))

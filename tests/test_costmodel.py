@@ -113,12 +113,15 @@ def test_planner_scores_equal_estimate_on_random_plans():
 
 
 def test_estimate_zero3_exposes_what_compute_cannot_hide():
-    "At a fixed global batch, ZeRO-3's gathers stay while each GPU's compute shrinks: exposed dp time grows, TFLOP/s per GPU falls."
-    base = ["--model", "llama3-8b", "--topology", "dgx-h100-superpod", "--global-batch", "256", "--zero", "3", "--json"]
-    ds = [json.loads(cli("estimate", "--dp", str(n), *base).stdout) for n in (8, 64, 256)]
+    "ZeRO-3 gathers the whole model per micro-batch at any dp: 1k-token micro-batches cannot hide it once dp leaves the"
+    "node (exposed dp time, TFLOP/s per GPU falls); micro-batches of 8 sequences can."
+    base = ["--model", "llama3-8b", "--seq", "1024", "--topology", "dgx-h100-superpod", "--zero", "3", "--json"]
+    ds = [json.loads(cli("estimate", "--dp", str(n), "--global-batch", "256", *base).stdout) for n in (8, 64, 256)]
     assert ds[-1]["breakdown"]["comm_s"]["dp"] > 0
     assert ds[0]["tflops_per_device"] > ds[1]["tflops_per_device"] > ds[2]["tflops_per_device"]
     for d in ds: assert d["hfu"] >= d["mfu"] > 0 and d["profile"].startswith("none") and d["dtype"] == "bf16"
+    big = json.loads(cli("estimate", "--dp", "256", "--global-batch", "2048", "--micro-batch", "8", *base).stdout)
+    assert big["breakdown"]["comm_s"]["dp"] == 0 and big["tflops_per_device"] > 2 * ds[-1]["tflops_per_device"]
 
 
 def test_estimate_dtype_fp32_priced_at_fp32_peak():

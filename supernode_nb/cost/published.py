@@ -37,6 +37,8 @@ class PublishedRun:
     fp8_linear: bool = False      # the transformer's nn.Linear matmuls in float8 (torchtitan's Float8; the LM head and attention stay bf16)
     cp_merge: bool = True         # CP runs attention chunk by chunk and merges the partial outputs (TE's ring, torch's context_parallel);
                                   # False: it gathers K and V and runs one attention per rank (Llama 3)
+    zero3_flat: bool = False      # ZeRO-3's gathers reach one NIC per rank (DeepSpeed 2021); False: NCCL's rings, as FSDP's flat parameters
+    attention: str = "native"     # attention kernels: native to the device (TE/cuDNN, FA3), or "fa2" (PyTorch SDPA's flash, Triton)
 
     def topo(self) -> Topology:
         t = topology_for(self.topology, self.config.world_size)
@@ -79,7 +81,8 @@ _ZT = "Narayanan et al. 2021 (SC21), Table 2: ZeRO-3 (DeepSpeed) vs PTD-P, TFLOP
 _G175, _G530 = _gpt("gpt3-175b", 96, 12288, 96), _gpt("mt-nlg-530b", 105, 20480, 128)
 def _zero3(m, n, mbs, B, tf):
     return PublishedRun(f"sc21-zero3-{m.name.split('-')[-1]}-{n}", m, _pc(dp=n, zero=3, micro_batch_size=mbs, global_batch_size=B, recompute="full"),
-                        _A100, "hw_tflops_per_device", tf, _ZT, "ZeRO-3 without model parallelism, full recompute")
+                        _A100, "hw_tflops_per_device", tf, _ZT, "ZeRO-3 without model parallelism, full recompute; DeepSpeed's "
+                        "gathers at one NIC per rank (the rows' step time stays flat as GPUs double: gather-bound)", zero3_flat=True)
 def _ptdp(m, tp, pp, n, B, tf):
     return PublishedRun(f"sc21-ptdp-{m.name.split('-')[-1]}-{n}", m, _pc(tp=tp, pp=pp, dp=n // (tp * pp), global_batch_size=B, recompute="full",
                         reduce_dtype="fp32"), _A100, "hw_tflops_per_device", tf, _ZT, "tp 8, micro-batch 1, 1F1B, full recompute", dp_overlap=0.0)
@@ -93,7 +96,7 @@ def _tt(name, model, cfg, val, note, tp_overlap=False, uneven=False, compiled=Fa
     "A torchtitan row: eager unless `compiled` (torch.compile fuses the element-wise kernels); `fp8`: Float8 linears; `seq`: its sequence length."
     m = MODEL_PRESETS[model] if seq is None else replace(MODEL_PRESETS[model], seq_len=seq)
     return PublishedRun(name, m, cfg, _H100P, "tokens_per_s_per_device", val, _TT, note, H100_500W, uneven, tp_overlap,
-                        flash=True, fused=compiled, selective_mm=0.5, zero3_regather=False, fp8_linear=fp8)
+                        flash=True, fused=compiled, selective_mm=0.5, zero3_regather=False, fp8_linear=fp8, attention="fa2")
 
 _L3 = "Llama 3 herd of models (arXiv 2407.21783), Table 4: 405B on H100 (700 W, 80 GB), BF16 model TFLOP/s per GPU"
 def _llama3(n, cp, dp, s, tf):
@@ -262,7 +265,7 @@ def predict_run(run: PublishedRun,   # the run
     r = _costs(run.model, C, topo, _analytic_links(topo, C, run.config.order), eff, run.dp_overlap, run.allow_uneven,
                dtype="fp8" if run.fp8_linear else run.config.dtype, tp_overlap=run.tp_overlap, flash=run.flash, fused=run.fused,
                selective_mm=run.selective_mm, zero3_regather=run.zero3_regather, moe_host_s=moe_host_s,
-               cp_merge=run.cp_merge)
+               cp_merge=run.cp_merge, zero3_flat=run.zero3_flat, attention=run.attention)
     return _metric(run, r).reshape(np.shape(efficiency) if efficiency is not None else ())
 
 def _log_errors(runs, effs) -> np.ndarray:

@@ -14,11 +14,11 @@ from .memory import (_counts, _memory, step_flops, SCHEDULE_CODE, RECOMPUTE_CODE
                                      DDP_BUCKET_BYTES)
 
 # %% auto #0
-__all__ = ['AXIS_GROUPS', 'FP32_TFLOPS', 'FP32_RATIO_ASSUMED', 'FP8_TFLOPS', 'EFFICIENCY', 'HBM_EFFICIENCY', 'BUS_EFFICIENCY',
-           'ELEM_REPLICATED', 'CAUSAL_EXECUTED', 'OPS_PER_LAYER', 'KERNEL_GAP_S', 'MOE_HOST_S', 'SCORE_ELEMS',
-           'LOGIT_BYTES', 'EAGER_REPLICATED', 'EAGER_BACKWARD', 'FP8_CAST_BYTES', 'ENGINE_OPS', 'COMM_AXES',
-           'ENGINE_BUCKET_BYTES', 'peak_tflops', 'efficiency_for', 'engine_ops', 'engine_tensors',
-           'blocking_collectives', 'collectives_per_step']
+__all__ = ['AXIS_GROUPS', 'FP32_TFLOPS', 'FP32_RATIO_ASSUMED', 'FP8_TFLOPS', 'EFFICIENCY', 'ATTENTION_KERNELS', 'FA2_ON_HOPPER',
+           'SM90_PLUS', 'HBM_EFFICIENCY', 'BUS_EFFICIENCY', 'ELEM_REPLICATED', 'CAUSAL_EXECUTED', 'OPS_PER_LAYER',
+           'KERNEL_GAP_S', 'MOE_HOST_S', 'SCORE_ELEMS', 'LOGIT_BYTES', 'EAGER_REPLICATED', 'EAGER_BACKWARD',
+           'FP8_CAST_BYTES', 'ENGINE_OPS', 'COMM_AXES', 'ENGINE_BUCKET_BYTES', 'peak_tflops', 'efficiency_for',
+           'attention_slowdown', 'engine_ops', 'engine_tensors', 'blocking_collectives', 'collectives_per_step']
 
 # %% ../../nbs/10_cost/16_steptime.ipynb #43197a2d
 AXIS_GROUPS = {"tp": "tp", "cp": "cp", "dp": "dp-cp", "pp": "pp", "ep": "ep", "edp": "edp"}   # axis -> layout group its collectives use
@@ -99,7 +99,7 @@ def peak_tflops(chip,                # a `topology.Chip`
     return chip.tflops_bf16 * FP32_RATIO_ASSUMED, f"assumed: 1/{round(1 / FP32_RATIO_ASSUMED)} of the bf16 peak"
 
 EFFICIENCY: dict[str, float] = {   # chip name -> matmul efficiency, fitted to published runs (`published`)
-    "H100 SXM": 0.615, "A100 80GB SXM": 0.665, "H100 96GB HBM2e (500 W)": 0.46, "B200 (GB200)": 0.60}
+    "H100 SXM": 0.615, "A100 80GB SXM": 0.665, "H100 96GB HBM2e (500 W)": 0.535, "B200 (GB200)": 0.60}
 
 def efficiency_for(chip, efficiency: float | None = None) -> tuple[float, str]:
     "(efficiency, where it came from) for `chip`: the given value, the fitted one, or the fitted mean."
@@ -108,6 +108,17 @@ def efficiency_for(chip, efficiency: float | None = None) -> tuple[float, str]:
         return float(efficiency), "given"
     if chip.name in EFFICIENCY: return EFFICIENCY[chip.name], f"fitted to published runs ({chip.name})"
     return float(np.mean(list(EFFICIENCY.values()))), f"uncalibrated: no published runs for {chip.name!r}; mean of fitted devices"
+
+ATTENTION_KERNELS = ("native", "fa2")
+FA2_ON_HOPPER = 1.65     # an FA2-class kernel (sm80 code) on Hopper or later, in native kernels' time: FA3's paper measures
+                         # itself 1.5-2.0x faster forward, 1.5-1.75x backward (2.5x the FLOPs) than FA2 on H100 (Shah et al. 2024)
+SM90_PLUS = ("H100", "H200", "H800", "B200", "B300")   # chips whose native attention kernels FA2's code does not use
+
+def attention_slowdown(chip, attention: str = "native") -> float:
+    "How many times a native kernel's time (FA3, cuDNN on Hopper; FA2 on Ampere) `chip`'s attention core takes with `attention`"
+    "kernels: `FA2_ON_HOPPER` for fa2 (PyTorch SDPA's flash backend, Triton) on Hopper or later, else 1."
+    if attention not in ATTENTION_KERNELS: raise ValueError(f"attention {attention!r} unknown; use {' or '.join(ATTENTION_KERNELS)}")
+    return FA2_ON_HOPPER if attention == "fa2" and any(k in chip.name for k in SM90_PLUS) else 1.0
 
 # %% ../../nbs/10_cost/16_steptime.ipynb #6e2048c3
 HBM_EFFICIENCY = 0.8     # streaming (copy-like) kernels reach ~80 % of the datasheet HBM bandwidth
@@ -138,9 +149,8 @@ FP8_CAST_BYTES = (5.0, 2.0)   # per element a float8 linear casts: amax, then sc
                               # per element of the transposed float8 copy a backward GEMM reads (read 1 + write 1)
 
 def _cp_merge_bytes(model: ModelSpec, mbs, tp, cp, w):
-    "(forward, backward) HBM bytes one layer's ring attention (context parallelism) spends merging partial results on one"
-    "rank and micro-batch: each of the cp − 1 later steps folds its output into the running one (read both, write one) and"
-    "backward accumulates the partial gradients of Q, K and V in fp32 (read and write, plus the partial read)."
+    "(forward, backward) HBM bytes one layer's ring attention spends merging partial results on one rank and micro-batch: each of"
+    "the cp − 1 later steps folds its output into the running one (read 2, write 1); backward accumulates Q, K, V's in fp32."
     q, kv = model.q_dim, model.n_kv_heads * model.head_dim
     T, cp, tp = np.asarray(mbs) * model.seq_len / np.asarray(cp), np.asarray(cp), np.asarray(tp)
     return (cp - 1) * T * 3 * w * q / tp, (cp - 1) * T * 3 * 4 * (q + 2 * kv) / tp
@@ -206,7 +216,8 @@ def _compute(model, C, c, mem, rate, hbm_GBps, o):
     n_ops = Ls * OPS_PER_LAYER * (3 + (rc == 2)) * (0.5 if o.get("fused", True) else 1.0)
     fp8 = o.get("dtype") == "fp8"                           # the layers' linears (not the router) at the float8 rate
     f8 = fp8 * Ls * 2 * T * (c["lin"] - c["router"]) / tp * (3 + np.select([rc == 2, rc == 1], [1.0, o.get("selective_mm", 0.0)], 0.0))
-    if o["profile"] is None: t_mm = (mb_f - f8) / rate + f8 / o.get("rate8", rate) + n_ops * KERNEL_GAP_S
+    core_mb, slow = Ls * core_f * (3 + (rc >= 1)), o.get("attn_slow", 1.0)   # attention core FLOPs; > 1: sm80 kernel on Hopper
+    if o["profile"] is None: t_mm = (mb_f - f8) / rate + f8 / o.get("rate8", rate) + n_ops * KERNEL_GAP_S + (slow - 1) * core_mb / rate
     else:
         P, ops = o["profile"], engine_ops(model, Ls, C["ep"], rc, tp, sp)
         t_mm = _vec(lambda f, n, g, k, r: P.compute_s(f, dtype=o["dtype"], ranks_per_host=int(r), n_ops=int(n)) + P.recompute_s(g, k, int(r)))(
@@ -222,7 +233,7 @@ def _compute(model, C, c, mem, rate, hbm_GBps, o):
     t_mb = (t_mm + Ls * e_pass * (1 + (1 if o.get("fused", True) else EAGER_BACKWARD) + (rc == 2)) + t_logits + c_f * (1 + (rc == 2)) + c_b
             + hold + m_f * (1 + (rc == 2)) + m_b)
     t_fwd = t_mm * fwd_f / mb_f + Ls * e_pass + t_logits / 2 + c_f + hold / 3 + m_f
-    return dict(t_mb=t_mb, t_fwd=t_fwd, t_bwd=t_mb - t_fwd, t_mm=t_mm, t_core=t_mm * core_f / mb_f)
+    return dict(t_mb=t_mb, t_fwd=t_fwd, t_bwd=t_mb - t_fwd, t_mm=t_mm, t_core=t_mm * core_f / mb_f * (slow if o["profile"] is None else 1.0))
 
 # %% ../../nbs/10_cost/16_steptime.ipynb #6cb56de7
 COMM_AXES = ("tp", "cp", "pp", "dp", "ep")
@@ -273,8 +284,7 @@ def _comm(model, C, mem, links, t, o):
     out["tp"] = np.where(tp > 1, m * np.where(o["tp_overlap"], tp_tail + np.maximum(0, tp_mb - tp_tail - t["t_mm"]), tp_mb), 0)   # for its GEMM
     kv = 2 * C["mbs"] * model.seq_len * model.head_dim * np.maximum(model.n_kv_heads / tp, 1) * w
     ag, rs = ct("all_gather", kv, "cp"), ct("reduce_scatter", kv, "cp")
-    tc = t["t_core"]                                       # one layer pass of the attention core
-    cp_layer = np.maximum(0, ag - tc) * np.where(rc == 2, 2, 1) + np.maximum(0, ag + rs - 2 * tc)
+    tc = t["t_core"]; cp_layer = np.maximum(0, ag - tc) * np.where(rc == 2, 2, 1) + np.maximum(0, ag + rs - 2 * tc)   # tc: one core pass
     out["cp"] = np.where(C["cp"] > 1, m * Ls * cp_layer, 0)
     p2p = ct("send_recv", act / tp, "pp")                 # Megatron's interleaved schedule overlaps each send with the next
     ovl = (C["sched"] == SCHEDULE_CODE["interleaved"]) & (o.get("engine") == "megatron")   # chunk's compute; the fill's are exposed
@@ -285,8 +295,9 @@ def _comm(model, C, mem, links, t, o):
     ar = nbk(Pd) * ct("all_reduce", rw * Pd / nbk(Pd), "dp") + nbk(Pe) * ct("all_reduce", rw * Pe / nbk(Pe), "edp")
     rs = ct("reduce_scatter", rw * Pd, "dp") + ct("reduce_scatter", rw * Pe, "edp")
     ag = ct("all_gather", w * Pd, "dp") + ct("all_gather", w * Pe, "edp")
-    ag3 = ct("all_gather", w * Pd, "dp", True) + ct("all_gather", w * Pe, "edp", True)     # ZeRO-3: many small gathers on the
-    rs3 = ct("reduce_scatter", rw * Pd, "dp", True) + ct("reduce_scatter", rw * Pe, "edp", True)   # flat group, one NIC each
+    z3f = o.get("zero3_flat", False)                        # ZeRO-3's per-layer gathers: NCCL's rings (FSDP's flat parameters),
+    ag3 = ct("all_gather", w * Pd, "dp", z3f) + ct("all_gather", w * Pe, "edp", z3f)       # or one NIC each (DeepSpeed 2021)
+    rs3 = ct("reduce_scatter", rw * Pd, "dp", z3f) + ct("reduce_scatter", rw * Pe, "edp", z3f)
     hid = lambda x, win: x - o["hide"] * np.minimum(x, o["dp_overlap"] * win)   # what the window's compute cannot hide: a
                                                            # profile's measured share of the shorter one (1 on accelerators)
     last = np.minimum(1.0, o["bucket"] / np.maximum(rw * (Pd + Pe), 1))   # the last bucket waits on the end of the backward
@@ -304,19 +315,15 @@ def _comm(model, C, mem, links, t, o):
     return out
 
 # %% ../../nbs/10_cost/16_steptime.ipynb #0f18363e
-def _rph(topo: Topology, C: dict):
-    "Ranks sharing one host (node)."
+def _rph(topo: Topology, C: dict):   # ranks sharing one host (node)
     return np.minimum(C["tp"] * C["cp"] * C["dp"] * C["pp"], topo.devices_per_node)
 
 def blocking_collectives(model: ModelSpec, C: dict, mem: dict) -> tuple:
-    "(per micro-batch, per step) blocking collectives this engine issues on the slowest (last) stage, as its recorder"
-    "counts them: tp's 4 per layer (+1 re-run under full recompute; an all-gather and a reduce-scatter each under SP, +1"
-    "at the loss's end), the vocabulary-parallel embedding's 1 (first stage) and loss's 3 (2 under SP); ep's split sizes"
-    "and 4 token exchanges per layer; cp's ring passes; pp's sends and receives; per step dp's buckets and the loss (its"
-    "broadcast from the last stage under pp), and SP's norm gradients."
+    "(per micro-batch, per step) blocking collectives this engine issues on the slowest (last) stage, as its recorder counts them: tp's 4"
+    "per layer (+1 re-run under full recompute; an all-gather and a reduce-scatter each under SP, +1 at the loss's end), the embedding's 1 and"
+    "loss's 3 (2 under SP); ep's split sizes and 4 exchanges per layer; cp's ring passes; pp's sends; per step dp's buckets, the loss, SP's norms."
     tp, ep, cp, pp, v, sp = (C[k] for k in ("tp", "ep", "cp", "pp", "v", "sp"))
-    Ls, full = mem["Ls"], (C["rc"] == 2)
-    pairs = Ls * (4 + full)
+    Ls, full = mem["Ls"], (C["rc"] == 2); pairs = Ls * (4 + full)
     n_mb = (np.where(tp > 1, np.where(sp, 2 * (pairs + 1 + (pp == 1)) + 2, pairs + (pp == 1) + 3), 0) + np.where((ep > 1) & model.is_moe, 5 * Ls, 0)
             + np.where(cp > 1, 3 * Ls * (cp - 1) * (1 + full), 0) + np.where(pp > 1, 2 * v, 0)
             + np.where(C["zero"] >= 3, 3 * Ls, 0) * (mem["D"] > 1))
@@ -332,7 +339,7 @@ def collectives_per_step(model: ModelSpec, cfg: ParallelConfig) -> dict:
 
 def _costs(model: ModelSpec, C: dict, topo: Topology, links: dict, efficiency, dp_overlap: float = 1.0, allow_uneven: bool = False, *,
            dtype: str = "bf16", profile=None, tp_overlap=False, flash=True, fused=True, selective_mm=0.0, zero3_regather=True,
-           moe_host_s=None, cp_merge=True) -> dict:
+           moe_host_s=None, cp_merge=True, zero3_flat=False, attention="native") -> dict:
     "Memory (first and last stage, by category) and step time (by part) of the configurations in columns `C`."
     if dtype == "fp8" and profile is not None:
         raise ValueError(f"dtype fp8: machine profile {getattr(profile, 'name', '')!r} measured no float8 matmuls; "
@@ -347,6 +354,7 @@ def _costs(model: ModelSpec, C: dict, topo: Topology, links: dict, efficiency, d
     hide = 1.0 if profile is None else _vec(lambda r: profile.hidden(int(r)))(rph)   # the share of it this machine hides
     o = dict(dp_overlap=dp_overlap, hide=hide, tp_overlap=np.asarray(tp_overlap), profile=profile, dtype=dtype, rph=rph, flash=flash, fused=fused,
              selective_mm=selective_mm, regather=zero3_regather, engine=engine, moe_host_s=MOE_HOST_S if moe_host_s is None else moe_host_s, cp_merge=cp_merge,
+             zero3_flat=zero3_flat, attn_slow=attention_slowdown(topo.chip, attention) if profile is None else 1.0,
              bucket=ENGINE_BUCKET_BYTES if engine == "supernode_nb" else DDP_BUCKET_BYTES,
              levels=[l.name for l in topo.levels])
     if dtype == "fp8": o["rate8"] = peak_tflops(topo.chip, "fp8")[0] * 1e12 * np.asarray(efficiency, dtype=float)
