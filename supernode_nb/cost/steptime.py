@@ -213,15 +213,15 @@ def _compute(model, C, c, mem, rate, hbm_GBps, o):
     lin_f, core_f = 2 * T * c["lin"] / tp, CAUSAL_EXECUTED * 4 * T * s * model.q_dim / tp
     fwd_f = Ls * (lin_f + core_f) + 2 * T * h * model.vocab / tp          # the last stage adds the LM head
     mb_f = 3 * fwd_f + np.select([rc == 2, rc == 1], [Ls * (lin_f + core_f), Ls * (core_f + o.get("selective_mm", 0.0) * lin_f)], 0)
-    n_ops = Ls * OPS_PER_LAYER * (3 + (rc == 2)) * (0.5 if o.get("fused", True) else 1.0)
-    fp8 = o.get("dtype") == "fp8"                           # the layers' linears (not the router) at the float8 rate
-    f8 = fp8 * Ls * 2 * T * (c["lin"] - c["router"]) / tp * (3 + np.select([rc == 2, rc == 1], [1.0, o.get("selective_mm", 0.0)], 0.0))
+    n_ops, fp8 = Ls * OPS_PER_LAYER * (3 + (rc == 2)) * (0.5 if o.get("fused", True) else 1.0), o.get("dtype") == "fp8"   # fp8: the
+    f8 = fp8 * Ls * 2 * T * (c["lin"] - c["router"]) / tp * (3 + np.select([rc == 2, rc == 1], [1.0, o.get("selective_mm", 0.0)], 0.0))   # layers' linears
     core_mb, slow = Ls * core_f * (3 + (rc >= 1)), o.get("attn_slow", 1.0)   # attention core FLOPs; > 1: sm80 kernel on Hopper
-    if o["profile"] is None: t_mm = (mb_f - f8) / rate + f8 / o.get("rate8", rate) + n_ops * KERNEL_GAP_S + (slow - 1) * core_mb / rate
+    if o["profile"] is None: t_mm = (mb_f - f8) / rate + f8 / o.get("rate8", rate) + n_ops * KERNEL_GAP_S
     else:
         P, ops = o["profile"], engine_ops(model, Ls, C["ep"], rc, tp, sp)
         t_mm = _vec(lambda f, n, g, k, r: P.compute_s(f, dtype=o["dtype"], ranks_per_host=int(r), n_ops=int(n)) + P.recompute_s(g, k, int(r)))(
             mb_f, ops["fwd_bwd"] - ops["recompute"], ops["regions"], ops["recompute"], o["rph"])
+    t_core, t_mm = t_mm * core_f / mb_f * slow, t_mm + ((slow - 1) * core_mb / rate if slow != 1 else 0.0)   # a core pass; sm80's extra
     scores = 0 if flash else SCORE_ELEMS * w * mbs * model.heads * (s / cp) * s / tp   # unfused attention: softmax, dropout on b·a·s² scores
     bw = hbm_GBps * 1e9 * HBM_EFFICIENCY
     e_pass = (_elementwise_bytes(model, mbs, tp, cp, sp, w, o.get("fused", True)) + scores) / bw
@@ -233,7 +233,7 @@ def _compute(model, C, c, mem, rate, hbm_GBps, o):
     t_mb = (t_mm + Ls * e_pass * (1 + (1 if o.get("fused", True) else EAGER_BACKWARD) + (rc == 2)) + t_logits + c_f * (1 + (rc == 2)) + c_b
             + hold + m_f * (1 + (rc == 2)) + m_b)
     t_fwd = t_mm * fwd_f / mb_f + Ls * e_pass + t_logits / 2 + c_f + hold / 3 + m_f
-    return dict(t_mb=t_mb, t_fwd=t_fwd, t_bwd=t_mb - t_fwd, t_mm=t_mm, t_core=t_mm * core_f / mb_f * (slow if o["profile"] is None else 1.0))
+    return dict(t_mb=t_mb, t_fwd=t_fwd, t_bwd=t_mb - t_fwd, t_mm=t_mm, t_core=t_core)
 
 # %% ../../nbs/10_cost/16_steptime.ipynb #6cb56de7
 COMM_AXES = ("tp", "cp", "pp", "dp", "ep")
