@@ -15,6 +15,7 @@ from ..foundation.config import ModelSpec, ParallelConfig, ConfigError, check, M
 from ..foundation.topology import Topology, TopologyError, get_topology, topology_for, TOPOLOGY_PRESETS, SIZE_PARAM, GiB
 from ..foundation.capabilities import backend_for, engine_gap_columns
 from .memory import DTYPE_BYTES
+from .steptime import ATTENTION_KERNELS
 from .costmodel import (resolve_dtype, _resolve_profile, _costs, _analytic_links, efficiency_for, estimate, CATEGORIES, COMM_AXES,
                                     SCHEDULE_CODE, RECOMPUTE_CODE)
 
@@ -186,6 +187,7 @@ def plan(model: ModelSpec, topology: Topology | str, global_batch: int, space: S
          top: int = 10, mem_fraction: float = 0.9, efficiency: float | None = None, dp_overlap: float = 1.0,
          dtype: str | None = None,            # fp32 or bf16; None: the model's own (bf16 for 2-byte presets)
          profile=None,                        # machine profile, as for `costmodel.estimate`
+         attention: str = "native",           # attention kernels, as for `costmodel.estimate` (fa2: PyTorch SDPA, Triton)
          runnable_only: bool = False) -> Plan:  # keep only plans this engine can run on the topology's backend
     "Search every valid configuration; return the fastest that fits memory, with rejections explained."
     t0 = time.perf_counter()
@@ -204,7 +206,7 @@ def plan(model: ModelSpec, topology: Topology | str, global_batch: int, space: S
     dt, prof = resolve_dtype(model, ParallelConfig(), dtype), _resolve_profile(profile, topo)[0]
     C["rw"] = DTYPE_BYTES[ParallelConfig().reduce_dtype]
     with np.errstate(divide="ignore", invalid="ignore"):
-        R = _costs(model, C, topo, _analytic_links(topo, S, ParallelConfig().order), eff, dp_overlap, dtype=dt, profile=prof)
+        R = _costs(model, C, topo, _analytic_links(topo, S, ParallelConfig().order), eff, dp_overlap, dtype=dt, profile=prof, attention=attention)
     gaps = {k: np.broadcast_to(v, shape).reshape(-1) for k, v in engine_gap_columns(model, C, backend_for(topo), SCHEDULE_CODE, dt).items()}
     runnable = ~np.logical_or.reduce(list(gaps.values())) if gaps else np.ones(shape[0] * shape[1], bool)
     flat = lambda x: np.broadcast_to(x, shape).reshape(-1)
@@ -239,7 +241,7 @@ def plan(model: ModelSpec, topology: Topology | str, global_batch: int, space: S
     if len(order):
         best = dict(topl[0])
         e = estimate(model, ParallelConfig(**topl[0]["config"]), topo, efficiency=efficiency, dp_overlap=dp_overlap, mem_fraction=mem_fraction,
-                     dtype=dt, profile=prof)
+                     dtype=dt, profile=prof, attention=attention)
         best["estimate"] = e.to_dict()
     pi = ok[_pareto(mem[ok], tps[ok])] if len(ok) else ok
     par = [_row(c, res, i) for c, i in zip(_configs(_take(S, Vr, pi), range(len(pi)), dt), pi)]
@@ -329,6 +331,7 @@ def cli_plan(argv: list[str]) -> int:
     p.add_argument("--dtype", choices=DTYPES, default=None, help="compute dtype (default: the model's own; fp8: float8 linears)")
     p.add_argument("--runnable", action="store_true", help="only plans this engine can run on the topology's backend")
     p.add_argument("--profile", default="auto", help="machine profile: auto, a saved name, or none")
+    p.add_argument("--attention", choices=ATTENTION_KERNELS, default="native", help="attention kernels: native, or fa2 (PyTorch SDPA, Triton)")
     p.add_argument("--json", action="store_true")
     a = p.parse_args(argv)
     try: model = model_from_args(a, "tiny-gpt")
@@ -342,7 +345,7 @@ def cli_plan(argv: list[str]) -> int:
     topo = topology_for(a.topology, a.devices) if a.devices else get_topology(a.topology)
     try: res = plan(model, topo, a.global_batch, SearchSpace(min_devices=a.min_devices), max_devices=a.devices, top=a.top,
                     mem_fraction=a.mem_fraction, efficiency=a.efficiency, dtype=a.dtype, runnable_only=a.runnable,
-                    profile=None if a.profile == "none" else a.profile)
+                    profile=None if a.profile == "none" else a.profile, attention=a.attention)
     except ValueError as e: raise UsageError(f"{_PROG}: error: {e}") from None
     from supernode_nb.foundation.store import auto_record
     if res.best: auto_record({"model": model.to_dict(), "config": res.best["config"], "estimate": res.best.get("estimate")},
