@@ -249,5 +249,10 @@ def cli_estimate(argv: list[str]) -> int:
     auto_record({"model": model.to_dict(), "config": cfg.to_dict(), "estimate": e.to_dict()}, kind="plan", topology=a.topology)
     from supernode_nb.cost.profile import error_band          # past predicted-vs-measured errors with this profile (issue 10 §5)
     band = error_band(e.profile if e.efficiency_source.startswith("profile") else None)
-    emit(dict(e.to_dict(), ok=True, fits=e.fits, expected_error=band), a.json, _estimate_text(e) + f"\n  expected error: {band['text']}")
+    text = band["text"]
+    if not e.efficiency_source.startswith("profile") and a.topology != "local":   # preset figures: the published runs' errors
+        from supernode_nb.cost.published import published_band
+        band["published"] = published_band(_resolve_topology(a.topology, cfg.world_size).chip.name)
+        text += f"; {band['published']['text']}"
+    emit(dict(e.to_dict(), ok=True, fits=e.fits, expected_error=band), a.json, _estimate_text(e) + f"\n  expected error: {text}")
     return 0

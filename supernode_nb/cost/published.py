@@ -15,7 +15,7 @@ from .steptime import _costs, _columns, _analytic_links, efficiency_for, EFFICIE
 
 # %% auto #0
 __all__ = ['H100_500W', 'PUBLISHED_RUNS', 'LONG_CONTEXT_RUNS', 'MOE_RUNS', 'MOE_FIT_RUNS', 'PublishedRun', 'predict_run',
-           'fit_efficiency', 'leave_one_out', 'calibration_table', 'known_misses', 'fit_moe_host']
+           'fit_efficiency', 'leave_one_out', 'calibration_table', 'published_band', 'known_misses', 'fit_moe_host']
 
 # %% ../../nbs/10_cost/17_published.ipynb #def5fb2a
 @dataclass(frozen=True)
@@ -310,6 +310,23 @@ def calibration_table(runs=None,                         # published runs (defau
         rows.append(dict(run=run.name, device=dev, metric=run.metric, published=run.value, predicted=round(p, 2),
                          error_pct=round(_err_pct(run, p), 1), assumptions=run.assumptions))
     return pd.DataFrame(rows)
+
+# %% ../../nbs/10_cost/17_published.ipynb #b6aaac98
+@functools.lru_cache(maxsize=None)
+def _loo_abs(chip: str | None) -> tuple:
+    t = leave_one_out()
+    own = t[t["device"] == chip] if chip is not None else t[:0]
+    return tuple((own if len(own) else t)["error_pct"].abs()), len(own) > 0
+
+def published_band(chip: str   # the device an estimate prices (`Chip.name`)
+                  ) -> dict:
+    "The cost model's leave-one-out |error| on published runs of `chip` (all runs when it has none): n, median, 90th percentile, max."
+    e, own = _loo_abs(chip)
+    med, p90, mx = (float(np.percentile(e, q)) for q in (50, 90, 100))
+    basis = f"leave-one-out over {len(e)} published runs on {chip}" if own else \
+            f"leave-one-out over all {len(e)} published runs; {chip} has none: uncalibrated"
+    return dict(n=len(e), median_abs_pct=round(med, 1), p90_abs_pct=round(p90, 1), max_abs_pct=round(mx, 1), basis=basis,
+                text=f"on published runs |error| median {med:.0f} %, 90 % within {p90:.0f} %, max {mx:.0f} % ({basis})")
 
 # %% ../../nbs/10_cost/17_published.ipynb #7bc68d5f
 @functools.lru_cache(maxsize=None)

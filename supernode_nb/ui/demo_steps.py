@@ -13,7 +13,7 @@ from ..foundation.layout import RankLayout
 from ..foundation.placement import Placement, place
 from ..foundation.topology import get_topology, topology_for
 from ..cost.costmodel import compare_measured, estimate
-from ..cost.published import leave_one_out
+from ..cost.published import published_band
 from ..cost.planner import plan
 
 # %% auto #0
@@ -157,11 +157,8 @@ def estimate_argv(model: str, topology: str, cfg: ParallelConfig) -> list[str]:
     return argv + (["--sequence-parallel"] if c["sequence_parallel"] else [])
 
 def expected_error(chip: str) -> dict:
-    "The cost model's leave-one-out error against published runs: median |error| % on `chip` if it has runs, else over all."
-    t = leave_one_out()
-    own = t[t["device"] == chip]
-    rows, basis = (own, f"leave-one-out over {len(own)} published runs on {chip}") if len(own) else (t, f"leave-one-out over all {len(t)} published runs; {chip} has none: uncalibrated")
-    return dict(median_abs_pct=float(rows["error_pct"].abs().median()), max_abs_pct=float(rows["error_pct"].abs().max()), basis=basis)
+    "The cost model's leave-one-out error against published runs on `chip` (all runs if it has none): `published.published_band`."
+    return published_band(chip)
 
 # %% ../../nbs/60_ui/68_demo_steps.ipynb #a1010ee6
 def estimate_choice(model: str, topology: str, cfg: ParallelConfig) -> dict:
