@@ -44,6 +44,7 @@ class Estimate:
     peak_tflops: float = 0.0        # the device's peak in that dtype (bf16's under fp8: MFU and HFU are against it)
     profile: str = ""               # the machine profile the figures come from, or why none
     caveats: list = field(default_factory=list)  # what the model is known to miss for this kind of run, with published evidence
+    attention: str = "native"       # the attention kernels priced (`steptime.attention_slowdown`)
 
     @property
     def fits(self) -> bool: return not self.oom
@@ -140,7 +141,8 @@ def estimate(model: ModelSpec, cfg: ParallelConfig, topology: Topology | str = "
                    f(r["memory"]), {k: f(v) for k, v in r["memory_breakdown"].items()},
                    {"first": f(r["memory_first"]), "last": f(r["memory_last"])}, limit, f(r["memory"]) > limit,
                    links={a: _link(topo, links[a]) for a in AXIS_GROUPS}, efficiency=eff, efficiency_source=src,
-                   microbatches=int(f(r["microbatches"])), hfu=f(r["hfu"]), dtype=dt, peak_tflops=f(r["peak_tflops"]), profile=pname)
+                   microbatches=int(f(r["microbatches"])), hfu=f(r["hfu"]), dtype=dt, peak_tflops=f(r["peak_tflops"]), profile=pname,
+                   attention=attention)
     est.caveats = _caveats(model, cfg, prof)
     if est.oom and advise: est.advice = _advice(model, cfg, topo, est, eff, dp_overlap, mem_fraction, allow_uneven, **kw)
     return est
@@ -206,7 +208,8 @@ def _estimate_text(e: Estimate) -> str:
              f"  memory {_gib(e.memory_per_device_bytes)} of {_gib(e.memory_limit_bytes)}: " +
              ", ".join(f"{k} {_gib(v)}" for k, v in e.memory_breakdown.items()) + (" — OUT OF MEMORY" if e.oom else ""),
              f"  links: " + ", ".join(f"{a} {l['level']}" for a, l in e.links.items() if l["group_size"] > 1),
-             f"  efficiency {e.efficiency:.3f} ({e.efficiency_source}); profile: {e.profile}"]
+             f"  efficiency {e.efficiency:.3f} ({e.efficiency_source}); profile: {e.profile}"
+             + ("" if e.attention == "native" else f"; attention kernels: {e.attention}")]
     return "\n".join(lines + [f"  {a}" for a in e.advice] + [f"  caveat: {c}" for c in e.caveats])
 
 def _model_topology_args(a, default_model: str = "tiny-gpt"):
