@@ -6,7 +6,8 @@ torchtitan's Float8 rows are priced with their linears in float8 (dtype "fp8"). 
 32k-256k tokens, LONG_CONTEXT_RUNS) are reported beside: out of sample at the table's fitted efficiency, and leave-one-out with them in.
 Megatron-Bridge's fine-grained MoE rows (MOE_RUNS) are reported beside too: the GB200/B200 ones fit MOE_HOST_S, the H100 ones check it.
 llm-foundry's 112 MPT rows (FSDP on A100 and H100, 125M-70B, 512-65k tokens; supernode_nb.cost.foundry) are priced out of sample at
-the table's fitted efficiencies: none of them was fitted.
+the table's fitted efficiencies: none of them was fitted. So are NVIDIA's DGX Cloud benchmarking recipes (70 NeMo runs on 8-2,304 H100s,
+BF16 and FP8; supernode_nb.cost.dgxc), on step time.
 Error = predicted / published - 1 on the row's own metric (TFLOP/s per GPU, seconds per iteration or tokens/s per GPU).
 Run: python benchmarks/published_runs.py
 """
@@ -14,6 +15,7 @@ import json, os, time
 
 from supernode_nb.cost.published import PUBLISHED_RUNS, LONG_CONTEXT_RUNS, MOE_RUNS, MOE_FIT_RUNS, leave_one_out, fit_efficiency, predict_run
 from supernode_nb.cost.foundry import foundry_errors
+from supernode_nb.cost.dgxc import dgxc_errors
 
 
 # The model before the physical terms (commit faf03df: fitted κ, DP traffic hidden at any dp), leave-one-out on these same
@@ -51,6 +53,14 @@ def _foundry() -> dict:
                 over_20=[dict(run=r.run, micro_batch=r.micro_batch, recompute=r.recompute, error_pct=r.error_pct)
                          for r in fe[a > 20].itertuples()])
 
+def _dgxc() -> dict:
+    "NVIDIA's DGX Cloud benchmarking rows, out of sample: overall, per precision, per model, and the rows missed by more than 8 %."
+    de = dgxc_errors(); a = de.error_pct.abs()
+    return dict(all=dict(_stats(a), within_10=int((a <= 10).sum())), bf16=_stats(a[de.dtype == "bf16"]), fp8=_stats(a[de.dtype == "fp8"]),
+                by_model={m: dict(min_pct=float(g.error_pct.min()), max_pct=float(g.error_pct.max()), n=len(g)) for m, g in de.groupby("model")},
+                over_8=[dict(run=r.run, layout=r.layout, published_s=r.published, predicted_s=r.predicted, error_pct=r.error_pct)
+                        for r in de[a > 8].itertuples()])
+
 def main():
     t0 = time.perf_counter()
     lo = leave_one_out()
@@ -62,7 +72,7 @@ def main():
                                                  mean=round(float(a.mean()), 1), within_10=int((a <= 10).sum()), within_20=int((a <= 20).sum())),
                           zero3_rows=_stats(a[lo.run.str.contains("zero3")]), before=BEFORE,
                           by_source=groups, efficiency_fitted_on_all={k: v for k, v in fit_efficiency().items()},
-                          long_context=_long_context(), moe_out_of_sample=_moe(), fsdp_out_of_sample=_foundry(),
+                          long_context=_long_context(), moe_out_of_sample=_moe(), fsdp_out_of_sample=_foundry(), dgxc_out_of_sample=_dgxc(),
                           per_row=[dict(run=r.run, metric=r.metric, published=r.published, predicted=r.predicted, error_pct=r.error_pct)
                                    for r in lo.itertuples()],
                           seconds=round(time.perf_counter() - t0, 2), load_avg_1min=os.getloadavg()[0]), indent=1))
