@@ -188,7 +188,8 @@ def plan(model: ModelSpec, topology: Topology | str, global_batch: int, space: S
          dtype: str | None = None,            # fp32 or bf16; None: the model's own (bf16 for 2-byte presets)
          profile=None,                        # machine profile, as for `costmodel.estimate`
          attention: str = "native",           # attention kernels, as for `costmodel.estimate` (fa2: PyTorch SDPA, Triton)
-         runnable_only: bool = False) -> Plan:  # keep only plans this engine can run on the topology's backend
+         runnable_only: bool = False,         # keep only plans this engine can run on the topology's backend
+         tp_overlap: bool = False) -> Plan:   # TP communication pipelined with the matmuls, as for `costmodel.estimate`
     "Search every valid configuration; return the fastest that fits memory, with rejections explained."
     t0 = time.perf_counter()
     topo = get_topology(topology) if isinstance(topology, str) else topology
@@ -206,7 +207,8 @@ def plan(model: ModelSpec, topology: Topology | str, global_batch: int, space: S
     dt, prof = resolve_dtype(model, ParallelConfig(), dtype), _resolve_profile(profile, topo)[0]
     C["rw"] = DTYPE_BYTES[ParallelConfig().reduce_dtype]
     with np.errstate(divide="ignore", invalid="ignore"):
-        R = _costs(model, C, topo, _analytic_links(topo, S, ParallelConfig().order), eff, dp_overlap, dtype=dt, profile=prof, attention=attention)
+        R = _costs(model, C, topo, _analytic_links(topo, S, ParallelConfig().order), eff, dp_overlap, dtype=dt, profile=prof, attention=attention,
+                   tp_overlap=tp_overlap)
     gaps = {k: np.broadcast_to(v, shape).reshape(-1) for k, v in engine_gap_columns(model, C, backend_for(topo), SCHEDULE_CODE, dt).items()}
     runnable = ~np.logical_or.reduce(list(gaps.values())) if gaps else np.ones(shape[0] * shape[1], bool)
     flat = lambda x: np.broadcast_to(x, shape).reshape(-1)
@@ -241,7 +243,7 @@ def plan(model: ModelSpec, topology: Topology | str, global_batch: int, space: S
     if len(order):
         best = dict(topl[0])
         e = estimate(model, ParallelConfig(**topl[0]["config"]), topo, efficiency=efficiency, dp_overlap=dp_overlap, mem_fraction=mem_fraction,
-                     dtype=dt, profile=prof, attention=attention)
+                     dtype=dt, profile=prof, attention=attention, tp_overlap=tp_overlap)
         best["estimate"] = e.to_dict()
     pi = ok[_pareto(mem[ok], tps[ok])] if len(ok) else ok
     par = [_row(c, res, i) for c, i in zip(_configs(_take(S, Vr, pi), range(len(pi)), dt), pi)]
@@ -332,6 +334,8 @@ def cli_plan(argv: list[str]) -> int:
     p.add_argument("--runnable", action="store_true", help="only plans this engine can run on the topology's backend")
     p.add_argument("--profile", default="auto", help="machine profile: auto, a saved name, or none")
     p.add_argument("--attention", choices=ATTENTION_KERNELS, default="native", help="attention kernels: native, or fa2 (PyTorch SDPA, Triton)")
+    p.add_argument("--tp-overlap", action="store_true", help="TP communication pipelined with the matmuls (Megatron --tp-comm-overlap), "
+                   "as estimate prices it: inside a node's NVLink domain only")
     p.add_argument("--json", action="store_true")
     a = p.parse_args(argv)
     try: model = model_from_args(a, "tiny-gpt")
@@ -345,7 +349,7 @@ def cli_plan(argv: list[str]) -> int:
     topo = topology_for(a.topology, a.devices) if a.devices else get_topology(a.topology)
     try: res = plan(model, topo, a.global_batch, SearchSpace(min_devices=a.min_devices), max_devices=a.devices, top=a.top,
                     mem_fraction=a.mem_fraction, efficiency=a.efficiency, dtype=a.dtype, runnable_only=a.runnable,
-                    profile=None if a.profile == "none" else a.profile, attention=a.attention)
+                    profile=None if a.profile == "none" else a.profile, attention=a.attention, tp_overlap=a.tp_overlap)
     except ValueError as e: raise UsageError(f"{_PROG}: error: {e}") from None
     from supernode_nb.foundation.store import auto_record
     if res.best: auto_record({"model": model.to_dict(), "config": res.best["config"], "estimate": res.best.get("estimate")},

@@ -280,8 +280,8 @@ def _comm(model, C, mem, links, t, o):
     loss = np.where(sp, 2, 3) * ct("all_reduce", 4.0 * C["mbs"] * model.seq_len / C["cp"], "tp")   # the vocabulary-parallel
     tp_mb = (Ls * (4 + 2 * (rc == 2)) + 1) * tp_op + loss  # loss's max, target logit and sum of exps (2 under SP); per layer
                                                            # 2 forward + 2 backward (+2 re-run)
-    tp_tail = tp_mb / (2 * np.maximum(tp, 1))              # overlapped in tp chunks: each reduce-scatter's last chunk waits
-    out["tp"] = np.where(tp > 1, m * np.where(o["tp_overlap"], tp_tail + np.maximum(0, tp_mb - tp_tail - t["t_mm"]), tp_mb), 0)   # for its GEMM
+    tp_tail, ovl = tp_mb / (2 * np.maximum(tp, 1)), o["tp_overlap"] & (links["tp"]["level"] == 0)   # overlapped in tp chunks (the last
+    out["tp"] = np.where(tp > 1, m * np.where(ovl, tp_tail + np.maximum(0, tp_mb - tp_tail - t["t_mm"]), tp_mb), 0)   # waits), innermost domain only
     kv = 2 * C["mbs"] * model.seq_len * model.head_dim * np.maximum(model.n_kv_heads / tp, 1) * w
     ag, rs = ct("all_gather", kv, "cp"), ct("reduce_scatter", kv, "cp")
     tc = t["t_core"]; cp_layer = np.maximum(0, ag - tc) * np.where(rc == 2, 2, 1) + np.maximum(0, ag + rs - 2 * tc)   # tc: one core pass
