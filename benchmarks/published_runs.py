@@ -7,7 +7,7 @@ torchtitan's Float8 rows are priced with their linears in float8 (dtype "fp8"). 
 Megatron-Bridge's fine-grained MoE rows (MOE_RUNS) are reported beside too: the GB200/B200 ones fit MOE_HOST_S, the H100 ones check it.
 llm-foundry's 112 MPT rows (FSDP on A100 and H100, 125M-70B, 512-65k tokens; supernode_nb.cost.foundry) are priced out of sample at
 the table's fitted efficiencies: none of them was fitted. So are NVIDIA's DGX Cloud benchmarking recipes (70 NeMo runs on 8-2,304 H100s,
-BF16 and FP8; supernode_nb.cost.dgxc), on step time.
+BF16 and FP8; supernode_nb.cost.dgxc), on step time; beside them, the planner's pick for each of their clusters against the recipe's layout.
 Error = predicted / published - 1 on the row's own metric (TFLOP/s per GPU, seconds per iteration or tokens/s per GPU).
 Run: python benchmarks/published_runs.py
 """
@@ -15,7 +15,7 @@ import json, os, time
 
 from supernode_nb.cost.published import PUBLISHED_RUNS, LONG_CONTEXT_RUNS, MOE_RUNS, MOE_FIT_RUNS, leave_one_out, fit_efficiency, predict_run
 from supernode_nb.cost.foundry import foundry_errors
-from supernode_nb.cost.dgxc import dgxc_errors
+from supernode_nb.cost.dgxc import dgxc_errors, plan_vs_recipes
 
 
 # The model before the physical terms (commit faf03df: fitted κ, DP traffic hidden at any dp), leave-one-out on these same
@@ -61,6 +61,12 @@ def _dgxc() -> dict:
                 over_8=[dict(run=r.run, layout=r.layout, published_s=r.published, predicted_s=r.predicted, error_pct=r.error_pct)
                         for r in de[a > 8].itertuples()])
 
+def _planner() -> dict:
+    "The planner beside the recipes' hand-tuned layouts (up to 512 GPUs): how often it picks them, and what it promises over their measured step."
+    pv = plan_vs_recipes(); x = pv.promised_over_measured
+    return dict(rows=len(pv), picks_the_recipe=int(pv.same.sum()), recipe_in_top_10=int(pv.recipe_in_top.sum()),
+                promised_over_measured=dict(median=round(float(x.median()), 3), min=float(x.min()), max=float(x.max())))
+
 def main():
     t0 = time.perf_counter()
     lo = leave_one_out()
@@ -72,7 +78,7 @@ def main():
                                                  mean=round(float(a.mean()), 1), within_10=int((a <= 10).sum()), within_20=int((a <= 20).sum())),
                           zero3_rows=_stats(a[lo.run.str.contains("zero3")]), before=BEFORE,
                           by_source=groups, efficiency_fitted_on_all={k: v for k, v in fit_efficiency().items()},
-                          long_context=_long_context(), moe_out_of_sample=_moe(), fsdp_out_of_sample=_foundry(), dgxc_out_of_sample=_dgxc(),
+                          long_context=_long_context(), moe_out_of_sample=_moe(), fsdp_out_of_sample=_foundry(), dgxc_out_of_sample=_dgxc(), planner_vs_recipes=_planner(),
                           per_row=[dict(run=r.run, metric=r.metric, published=r.published, predicted=r.predicted, error_pct=r.error_pct)
                                    for r in lo.itertuples()],
                           seconds=round(time.perf_counter() - t0, 2), load_avg_1min=os.getloadavg()[0]), indent=1))
