@@ -280,8 +280,8 @@ def _comm(model, C, mem, links, t, o):
     loss = np.where(sp, 2, 3) * ct("all_reduce", 4.0 * C["mbs"] * model.seq_len / C["cp"], "tp")   # the vocabulary-parallel
     tp_mb = (Ls * (4 + 2 * (rc == 2)) + 1) * tp_op + loss  # loss's max, target logit and sum of exps (2 under SP); per layer
                                                            # 2 forward + 2 backward (+2 re-run)
-    tp_tail, ovl = tp_mb / (2 * np.maximum(tp, 1)), o["tp_overlap"] & (links["tp"]["level"] == 0)   # overlapped in tp chunks (the last
-    out["tp"] = np.where(tp > 1, m * np.where(ovl, tp_tail + np.maximum(0, tp_mb - tp_tail - t["t_mm"]), tp_mb), 0)   # waits), innermost domain only
+    tp_tail, ovl = tp_mb / (2 * np.maximum(tp, 1)), o["tp_overlap"] & (links["tp"]["level"] < o.get("scaleup", 1))   # overlapped in tp
+    out["tp"] = np.where(tp > 1, m * np.where(ovl, tp_tail + np.maximum(0, tp_mb - tp_tail - t["t_mm"]), tp_mb), 0)   # chunks, scale-up only
     kv = 2 * C["mbs"] * model.seq_len * model.head_dim * np.maximum(model.n_kv_heads / tp, 1) * w
     ag, rs = ct("all_gather", kv, "cp"), ct("reduce_scatter", kv, "cp")
     tc = t["t_core"]; cp_layer = np.maximum(0, ag - tc) * np.where(rc == 2, 2, 1) + np.maximum(0, ag + rs - 2 * tc)   # tc: one core pass
@@ -356,7 +356,7 @@ def _costs(model: ModelSpec, C: dict, topo: Topology, links: dict, efficiency, d
              selective_mm=selective_mm, regather=zero3_regather, engine=engine, moe_host_s=MOE_HOST_S if moe_host_s is None else moe_host_s, cp_merge=cp_merge,
              zero3_flat=zero3_flat, attn_slow=attention_slowdown(topo.chip, attention) if profile is None else 1.0,
              bucket=ENGINE_BUCKET_BYTES if engine == "supernode_nb" else DDP_BUCKET_BYTES,
-             levels=[l.name for l in topo.levels])
+             levels=[l.name for l in topo.levels], scaleup=sum(l.scope != "cluster" for l in topo.levels))
     if dtype == "fp8": o["rate8"] = peak_tflops(topo.chip, "fp8")[0] * 1e12 * np.asarray(efficiency, dtype=float)
     t = _compute(model, C, c, mem, rate, hbm, o)
     comm = _comm(model, C, mem, links, t, o)
