@@ -336,7 +336,7 @@ def cli_plan(argv: list[str]) -> int:
     p.add_argument("--profile", default="auto", help="machine profile: auto, a saved name, or none")
     p.add_argument("--attention", choices=ATTENTION_KERNELS, default="native", help="attention kernels: native, or fa2 (PyTorch SDPA, Triton)")
     p.add_argument("--tp-overlap", action="store_true", help="TP communication pipelined with the matmuls (Megatron --tp-comm-overlap), "
-                   "as estimate prices it: inside a node's NVLink domain only")
+                   "as estimate prices it: inside the scale-up domain only")
     p.add_argument("--json", action="store_true")
     a = p.parse_args(argv)
     try: model = model_from_args(a, "tiny-gpt")
