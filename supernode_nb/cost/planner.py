@@ -207,9 +207,20 @@ def plan(model: ModelSpec, topology: Topology | str, global_batch: int, space: S
     eff = efficiency_for(topo.chip, efficiency)[0]
     dt, prof = resolve_dtype(model, ParallelConfig(), dtype), _resolve_profile(profile, topo)[0]
     C["rw"] = DTYPE_BYTES[ParallelConfig().reduce_dtype]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        R = _costs(model, C, topo, _analytic_links(topo, S, ParallelConfig().order), eff, dp_overlap, dtype=dt, profile=prof, attention=attention,
-                   tp_overlap=tp_overlap)
+    rows = np.flatnonzero((keep & ~bad).any(axis=1))      # price only the shapes with a valid variant (most are not)
+    def full(x, fill):                                    # a (rows, variants) result back on the whole grid
+        out = np.full(shape, fill, dtype=float)
+        if len(rows): out[rows] = np.broadcast_to(x, (len(rows), shape[1]))
+        return out
+    Rs, Ss = {}, {k: v[rows] for k, v in S.items()}
+    if len(rows):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            Rs = _costs(model, {**Ss, **Vr, "rw": C["rw"]}, topo, _analytic_links(topo, Ss, ParallelConfig().order), eff, dp_overlap,
+                        dtype=dt, profile=prof, attention=attention, tp_overlap=tp_overlap)
+    get = lambda k: Rs.get(k, 0.0)
+    R = dict(memory=full(get("memory"), np.inf), tokens_per_s=full(get("tokens_per_s"), 0.0), world=full(get("world"), 0.0),
+             step_time_s=full(get("step_time_s"), np.inf), mfu=full(get("mfu"), 0.0),
+             memory_breakdown={k: full(Rs["memory_breakdown"][k] if Rs else 0.0, 0.0) for k in CATEGORIES})
     gaps = {k: np.broadcast_to(v, shape).reshape(-1) for k, v in engine_gap_columns(model, C, backend_for(topo), SCHEDULE_CODE, dt).items()}
     runnable = ~np.logical_or.reduce(list(gaps.values())) if gaps else np.ones(shape[0] * shape[1], bool)
     flat = lambda x: np.broadcast_to(x, shape).reshape(-1)
