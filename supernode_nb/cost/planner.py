@@ -131,25 +131,27 @@ def _row(cfg: ParallelConfig, R, i) -> dict:
                 step_time_s=float(R["step_time_s"][i]), mfu=float(R["mfu"][i]), memory_per_device_bytes=float(R["memory"][i]))
 
 def _family_reasons(fam: np.ndarray, inv: np.ndarray, valid, reasons: dict, fits, memory, breakdown: dict, limit,
-                    in_memory=None, gaps: dict | None = None) -> list[dict]:
+                    in_memory=None, gaps: dict | None = None,
+                    idx=None) -> list[dict]:   # where `inv`'s and `fits`' rows sit in the other (whole-grid) arrays; None: the same rows
     "One line per family (tp, cp, pp, ep) without a plan that fits: the constraint its plans break, what this engine"
     "lacks to run the ones that fit in memory (with `gaps`), or its least memory."
     F = len(fam)
     failing = np.flatnonzero(np.bincount(inv, weights=fits, minlength=F) == 0)
     if not len(failing): return []
     rows = np.flatnonzero(np.isin(inv, failing))          # only the failing families' plans are looked at again
-    sub, v = inv[rows], valid[rows]
+    at = rows if idx is None else idx[rows]
+    sub, v = inv[rows], valid[at]
     n_valid = np.bincount(sub, weights=v, minlength=F)
     names = list(reasons)
-    counts = np.stack([np.bincount(sub, weights=reasons[k][rows], minlength=F) for k in names]) if names else np.zeros((1, F))
-    o = np.lexsort((memory[rows], sub))                    # by family, then memory: the first of each family is its least
+    counts = np.stack([np.bincount(sub, weights=reasons[k][at], minlength=F) for k in names]) if names else np.zeros((1, F))
+    o = np.lexsort((memory[at], sub))                      # by family, then memory: the first of each family is its least
     first = o[np.r_[True, sub[o][1:] != sub[o][:-1]]]
-    least = np.full(F, -1); least[sub[first]] = rows[first]
+    least = np.full(F, -1); least[sub[first]] = at[first]
     out = []
     for f in failing:
         if n_valid[f] == 0: reason = f"invalid: {names[int(counts[:, f].argmax())]}"
-        elif gaps and (m := np.flatnonzero((sub == f) & in_memory[rows])).size:      # fits in memory, not runnable
-            lack = max(gaps, key=lambda k: int(gaps[k][rows[m]].sum()))
+        elif gaps and (m := np.flatnonzero((sub == f) & in_memory[at])).size:        # fits in memory, not runnable
+            lack = max(gaps, key=lambda k: int(gaps[k][at[m]].sum()))
             reason = f"not runnable here: {lack}"
         else:
             i = least[f]
@@ -241,12 +243,14 @@ def plan(model: ModelSpec, topology: Topology | str, global_batch: int, space: S
             if (n := int((big == j).sum())): rejected[f"out of memory (biggest: {k})"] = n
     res = dict(memory=np.where(valid, mem, np.inf), tokens_per_s=tps, world=world, step_time_s=flat(R["step_time_s"]), mfu=flat(R["mfu"]),
                memory_breakdown={k: brk[j] for j, k in enumerate(CATEGORIES)})
-    k_ = keep.reshape(-1)
-    fam, inv = np.unique(np.concatenate([S["tp"], S["cp"], S["pp"], S["ep"]], axis=1), axis=0, return_inverse=True)
-    inv = np.broadcast_to(inv.reshape(-1, 1), shape).reshape(-1)[k_]
-    families = _family_reasons(fam, inv, valid[k_], {k: v.reshape(-1)[k_] for k, v in reasons.items()}, fits[k_],
-                               res["memory"][k_], {k: v[k_] for k, v in res["memory_breakdown"].items()}, limit,
-                               in_memory[k_], {k: v[k_] for k, v in gaps.items()} if runnable_only else {})
+    kidx = np.flatnonzero(keep.reshape(-1))
+    cols = np.concatenate([S["tp"], S["cp"], S["pp"], S["ep"]], axis=1).astype(np.int64)
+    key = np.zeros(len(cols), dtype=np.int64)             # (tp, cp, pp, ep) as one integer, in their lexicographic order
+    for j in range(4): key = key * (int(cols[:, j].max()) + 1 if len(cols) else 1) + cols[:, j]
+    _, at, inv = np.unique(key, return_index=True, return_inverse=True)
+    fam, inv = cols[at], np.broadcast_to(inv.reshape(-1, 1), shape).reshape(-1)[kidx]
+    families = _family_reasons(fam, inv, valid, {k: v.reshape(-1) for k, v in reasons.items()}, fits[kidx], res["memory"],
+                               res["memory_breakdown"], limit, in_memory, gaps if runnable_only else {}, idx=kidx)
     ok = np.flatnonzero(fits)
     order = _top(tps, mem, world, ok, top)
     lacks = lambda i: [k for k, v in gaps.items() if v[i]]
@@ -259,7 +263,7 @@ def plan(model: ModelSpec, topology: Topology | str, global_batch: int, space: S
         best["estimate"] = e.to_dict()
     pi = ok[_pareto(mem[ok], tps[ok])] if len(ok) else ok
     par = [_row(c, res, i) for c, i in zip(_configs(_take(S, Vr, pi), range(len(pi)), dt), pi)]
-    return Plan(model.name, topo.name, healthy, global_batch, int(k_.sum()), int(valid.sum()), int(fits.sum()), best, topl,
+    return Plan(model.name, topo.name, healthy, global_batch, len(kidx), int(valid.sum()), int(fits.sum()), best, topl,
                 rejected, families, par, time.perf_counter() - t0, space.to_dict(),
                 dict(C=_take(S, Vr, ok), R={k: res[k][ok] for k in ("memory", "tokens_per_s", "world")},
                      fits=np.ones(len(ok), bool), limit=limit))
