@@ -8,7 +8,7 @@ Docs: https://supernode-nb.github.io/supernode_nb/10_cost/dgxc.html.md"""
 from __future__ import annotations
 from dataclasses import replace
 from ..foundation.config import ModelSpec, MODEL_PRESETS
-from .published import PublishedRun, predict_run, _pc, _gpt, _NEMO_MODELS, _NOGATE
+from .published import PublishedRun, predict_run, _mcore, _gpt, _NEMO_MODELS, _NOGATE
 
 # %% auto #0
 __all__ = ['DGXC_MODELS', 'DGXC_RUNS', 'dgxc_errors', 'plan_vs_recipes']
@@ -48,26 +48,25 @@ _BF16_REDUCE = {"nemotron4-340b"}   # the launcher's nemotron_340b.yaml: mcore_d
 def _run(model, src, layout, gpus, layers, dtype, t) -> PublishedRun:
     tp, pp, cp, vp, mbs, ga = layout
     m = DGXC_MODELS[model] if not layers else replace(DGXC_MODELS[model], name=f"{model}-{layers}l", layers=layers)
-    dp = gpus // (tp * pp * cp)
-    c = _pc(tp=tp, pp=pp, cp=cp, dp=dp, micro_batch_size=mbs, global_batch_size=mbs * ga * dp, zero=1, sequence_parallel=tp > 1,
-            schedule="interleaved" if vp > 1 else "1f1b", virtual_stages=vp, reduce_dtype="bf16" if model in _BF16_REDUCE else "fp32")
+    rd = "bf16" if model in _BF16_REDUCE else "fp32"
+    c = _mcore(gpus, tp, pp, cp, vp, mbs, mbs * ga * (gpus // (tp * pp * cp)), reduce_dtype=rd)
     return PublishedRun(f"dgxc-{m.name}-{dtype}-{gpus}", m, c, "dgx-h100-superpod", "step_time_s", t, _SRC.format(src, dtype.upper()),
                         "NeMo recipe: distributed optimizer (zero 1), SP and TP communication overlap where tp > 1, flash attention, "
-                        f"no recompute, {'bf16' if model in _BF16_REDUCE else 'fp32'} gradient reduction", allow_uneven=True, tp_overlap=tp > 1, flash=True,
-                        fp8_linear=dtype == "fp8")
+                        f"no recompute, {rd} gradient reduction", allow_uneven=True, tp_overlap=tp > 1, flash=True, fp8_linear=dtype == "fp8")
 
 DGXC_RUNS: list[PublishedRun] = [_run(m, src, lay, n, l, dt, t) for m, src, lay, pts in _TABLES for n, l, b, f in pts
                                  for dt, t in (("bf16", b), ("fp8", f))]
 
 # %% ../../nbs/10_cost/19_dgxc.ipynb #dgxc11
+def _dtype(r: PublishedRun) -> str: return "fp8" if r.fp8_linear else "bf16"
+
 def dgxc_errors(runs=None):   # rows (default: `DGXC_RUNS`)
     "Published and predicted step time of each DGX Cloud benchmarking row, out of sample, with the error % (DataFrame)."
     import pandas as pd
     rows = []
     for r in DGXC_RUNS if runs is None else runs:
-        p = float(predict_run(r))
-        c = r.config
-        rows.append(dict(run=r.name, model=r.model.name, dtype="fp8" if r.fp8_linear else "bf16", gpus=c.world_size,
+        p, c = float(predict_run(r)), r.config
+        rows.append(dict(run=r.name, model=r.model.name, dtype=_dtype(r), gpus=c.world_size,
                          layout=f"tp{c.tp} pp{c.pp} cp{c.cp} v{c.virtual_stages} mbs{c.micro_batch_size}", global_batch=c.gbs,
                          published=r.value, predicted=round(p, 3), error_pct=round(100 * (p / r.value - 1), 1)))
     return pd.DataFrame(rows)
@@ -84,7 +83,7 @@ def plan_vs_recipes(max_gpus: int = 512,   # recipes' clusters up to this size (
     for r in DGXC_RUNS:
         c = r.config
         if c.world_size > max_gpus: continue
-        p = plan(r.model, topology_for("dgx-h100-superpod", c.world_size), c.gbs, top=top, dtype="fp8" if r.fp8_linear else "bf16",
+        p = plan(r.model, topology_for("dgx-h100-superpod", c.world_size), c.gbs, top=top, dtype=_dtype(r),
                  tp_overlap=True, max_devices=c.world_size)
         mine, pick = (c.tp, c.pp, c.cp, c.virtual_stages), key(p.best["config"])
         rows.append(dict(run=r.name, recipe="tp{} pp{} cp{} v{}".format(*mine), pick="tp{} pp{} cp{} v{}".format(*pick), same=pick == mine,

@@ -54,6 +54,10 @@ def _gpt(name, l, h, a, s=2048, V=51200, **kw):
     "A GPT-3-style model (4h MLP, biases, learned positions, tied embeddings), as the Megatron papers train."
     return ModelSpec(name, layers=l, hidden=h, heads=a, ffn_hidden=4 * h, vocab=V, seq_len=s, tied_embeddings=True, **kw)
 def _pc(**kw): return ParallelConfig(dtype="bf16", reduce_dtype=kw.pop("reduce_dtype", "bf16"), **kw)
+def _mcore(n, tp, pp, cp, vp, mbs, gbs, zero=1, reduce_dtype="fp32"):
+    "A Megatron-core layout as NeMo's and Megatron-Bridge's recipes give it on `n` GPUs: SP wherever tp > 1, interleaved when vp > 1."
+    return _pc(dp=n // (tp * pp * cp), tp=tp, pp=pp, cp=cp, micro_batch_size=mbs, global_batch_size=gbs, zero=zero, sequence_parallel=tp > 1,
+               schedule="interleaved" if vp > 1 else "1f1b", virtual_stages=vp, reduce_dtype=reduce_dtype)
 
 _MEG = "Megatron-LM README, H100 table (images/model_table.png at d98e8a64dd); overlap flags stated beside it"
 def _megatron(p, a, h, l, tp, pp, B, tf):
@@ -120,8 +124,7 @@ _MBR = ("Megatron-Bridge docs/performance-summary.md and -archive.md, {} contain
         "scripts/performance")
 def _mbridge(name, model, n, tp, pp, cp, vp, gbs, zero, val, note="", release="25.11", mbs=1, system="DGX-H100", topology=_H100P):
     "A Megatron-Bridge row: Llama 3 at 8k tokens, float8 linears, flash attention, distributed optimizer."
-    c = _pc(dp=n // (tp * pp * cp), tp=tp, pp=pp, cp=cp, micro_batch_size=mbs, global_batch_size=gbs, zero=zero, sequence_parallel=tp > 1,
-            schedule="interleaved" if vp > 1 else "1f1b", virtual_stages=vp, reduce_dtype="fp32")
+    c = _mcore(n, tp, pp, cp, vp, mbs, gbs, zero)
     return PublishedRun(name, MODEL_PRESETS[model], c, topology, "tokens_per_s_per_device", val, _MBR.format(release, system, "FP8 current scaling"),
                         f"TP communication overlapped (the recipes' default), no recompute{note}", allow_uneven=True, tp_overlap=tp > 1,
                         flash=True, fp8_linear=True)
@@ -169,8 +172,7 @@ _NEMO_MODELS = {   # shapes whose FLOPs per token reproduce the table's (model T
     "llama3-8b": MODEL_PRESETS["llama3-8b"], "llama3-70b": MODEL_PRESETS["llama3-70b"]}
 def _nemo(model, n, gbs, mbs, tp, pp, cp, vp, val):
     "A NeMo 24.07 pre-training row (tokens/s per GPU), its layout as the table gives it."
-    c = _pc(dp=n // (tp * pp * cp), tp=tp, pp=pp, cp=cp, micro_batch_size=mbs, global_batch_size=gbs, zero=1, sequence_parallel=tp > 1,
-            schedule="interleaved" if vp > 1 else "1f1b", virtual_stages=vp, reduce_dtype="fp32")
+    c = _mcore(n, tp, pp, cp, vp, mbs, gbs)
     return PublishedRun(f"nemo-{model}-{n}", _NEMO_MODELS[model], c, _H100P, "tokens_per_s_per_device", val, _NEMO_SRC,
                         "NeMo's performance recipes: no recompute, distributed optimizer (zero 1), fp32 gradient reduction (assumed), "
                         "TP communication overlapped, flash attention, Transformer Engine FP8 linears", allow_uneven=True,
