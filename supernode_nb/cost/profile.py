@@ -13,7 +13,7 @@ from .commcost import collective_time
 from fastcore.basics import patch
 
 # %% auto #0
-__all__ = ['MachineProfile', 'find_profile', 'error_band']
+__all__ = ['MachineProfile', 'left_by', 'find_profile', 'error_band']
 
 # %% ../../nbs/10_cost/14_profile.ipynb #40d96fe1
 @dataclass
@@ -63,12 +63,18 @@ def share(self: MachineProfile, ranks_per_host: int = 1,   # ranks running on th
         return float(self.shares[k]) * min(1.0, self.devices / n) / min(1.0, self.devices / int(k)) * self._busy(n)
     return min(1.0, self.devices / n) * self._busy(n)
 
+def left_by(cores: int,          # cores on the host
+            background: float,  # cores other processes keep busy
+            n: int) -> float:    # busy ranks sharing the rest
+    "What each of `n` busy ranks gets of a core while `background` of the host's `cores` are busy elsewhere, over an idle host's."
+    n = max(int(n), 1)
+    if background <= 0: return 1.0
+    return min(1.0, max(cores - background, 0.05 * n) / n) / min(1.0, cores / n)
+
 @patch
 def _busy(self: MachineProfile, n: int) -> float:
     "What `background_cores` of other work leaves each of `n` CPU ranks, relative to an idle host."
-    C, B, n = self.devices, self.background_cores, max(int(n), 1)
-    if B <= 0 or self.kind != "cpu": return 1.0
-    return min(1.0, (C - B) / n) / min(1.0, C / n)
+    return 1.0 if self.kind != "cpu" else left_by(self.devices, self.background_cores, n)
 
 @patch
 def loaded(self: MachineProfile, cores: float) -> "MachineProfile":
@@ -164,7 +170,7 @@ def _nearest(d: dict, n: int, default: float) -> float:
 @patch
 def penalty(self: MachineProfile, ranks_per_host: int = 1) -> float:
     "Compute seconds a rank loses per blocking collective (its comm threads waking and winding down on the same cores)."
-    return 0.0 if ranks_per_host <= 1 else _nearest(self.penalty_s, ranks_per_host, 0.0)
+    return 0.0 if ranks_per_host <= 1 else _nearest(self.penalty_s, ranks_per_host, 0.0) / self._busy(ranks_per_host)
 
 @patch
 def sync_wait(self: MachineProfile, compute_s: float, ranks_per_host: int = 1) -> float:

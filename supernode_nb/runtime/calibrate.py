@@ -13,7 +13,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from ..foundation.core import Parser, emit
 from ..foundation.config import ModelSpec, get_model
-from ..cost.profile import MachineProfile
+from ..cost.profile import MachineProfile, left_by
 from .probes import _fwd_bwd, bench_links, contention_worker, fit_latency, fit_link, interference_worker
 
 # %% auto #0
@@ -181,6 +181,14 @@ def _supervised_step_s(m: ModelSpec, proc: dict, mem: float, gbs: int = 4) -> di
     step_s = max(meas["other_s"] - opt - cfg.num_microbatches * proc["microbatch_s"], proc["step_s"])
     return {"step_s": step_s, "detail": dict(d, supervised_other_s=meas["other_s"], batch_step_s=proc["step_s"])}
 
+# %% ../../nbs/40_runtime/45_calibrate.ipynb #cal2idle1
+def _to_idle(r: dict, cores: int, world: int) -> dict:
+    "A world's calibration figures (`calibration_worker`'s) as on an idle host: what `r['background_cores']` took divided out."
+    f = left_by(cores, r.get("background_cores") or 0.0, world)
+    if f >= 1.0: return r
+    return dict(r, share=None if r.get("share") is None else min(1.0, r["share"] / f), penalty_s=r["penalty_s"] * f,
+                rows=[dict(x, time_s=x["time_s"] * f) for x in r["rows"]])
+
 # %% ../../nbs/40_runtime/45_calibrate.ipynb #bbfd9ad9
 def calibrate(quick: bool = False,              # 2 and 4 ranks, fewer sizes and calls (< 15 s)
               name: str | None = None,          # profile name (default "<host>-<kind>")
@@ -209,20 +217,21 @@ def calibrate(quick: bool = False,              # 2 and 4 ranks, fewer sizes and
     phases = {"one process": round(time.monotonic() - t0, 1)}
     devices = cores if kind == "cpu" else (torch.cuda.device_count() if kind == "cuda" else torch.npu.device_count())
     backend = {"cpu": "gloo", "cuda": "nccl", "npu": "hccl"}[kind]
-    shares, links, rows, penalty, overlap, in_rank, skew = {}, {}, [], {}, {}, {}, {}
+    shares, links, rows, penalty, overlap, in_rank, skew, background = {}, {}, [], {}, {}, {}, {}, {}
     sizes = (4 << 10, 256 << 10) if quick else (4 << 10, 64 << 10, 1 << 20)
     ops = ("all_reduce", "all_to_all", "send_recv", "handoff") + (() if quick else ("all_gather", "reduce_scatter"))
     for w in worlds if kind == "cpu" or devices >= 2 else ():
         gs = [g for g in (2, 4, 8) if g <= w and w % g == 0]
         r = spawn("supernode_nb.runtime.calibrate:calibration_worker", w, model=m.to_dict(), share_rounds=(2 if quick else 3) if kind == "cpu" else 0,
                   sizes=sizes, group_sizes=tuple(gs), ops=ops, calls=calls, backend=backend, timeout_s=120)[0]
+        if kind == "cpu": background[str(w)] = r.get("background_cores", 0.0); r = _to_idle(r, cores, w)
         if r["share"] is not None: shares[str(w)] = r["share"]
         if r.get("fwd_bwd_s"): in_rank[str(w)] = r["fwd_bwd_s"]
         penalty[str(w)], overlap[str(w)], skew[str(w)] = r["penalty_s"], r["overlap"], r["skew"]
         fitted = _fit_rows(w, r["rows"], gs, ops, backend)
         links.update(fitted); rows += [dict(x, world=w) for x in r["rows"]]
         phases[f"{w} ranks"] = round(time.monotonic() - t0 - sum(phases.values()), 1)
-        say(f"{w} ranks: share {shares.get(str(w))}, penalty {1e6 * penalty[str(w)]:.0f} µs per collective, "
+        say(f"{w} ranks: {background.get(str(w), 0.0):.2f} cores busy elsewhere (divided out), share {shares.get(str(w))}, penalty {1e6 * penalty[str(w)]:.0f} µs per collective, "
             f"overlap {overlap[str(w)]:.2f}, skew {skew[str(w)]:.3f} s per s of compute, links {fitted}")
     level = "loopback" if kind == "cpu" else "node"
     host = socket.gethostname()
@@ -237,7 +246,7 @@ def calibrate(quick: bool = False,              # 2 and 4 ranks, fewer sizes and
                           devices, rates, proc["op_s"], proc["opt_op_s"], mem, proc["microbatch_s"], proc["step_s"], shares,
                           {level: links} if links else {}, ep_imbalance("tiny-moe", 2), proc["region_s"], proc["recompute_op_s"],
                           penalty, overlap, skew, round(os.getloadavg()[0], 2),
-                          dict(proc["detail"], model=m.name, link_rows=rows, seconds=round(time.monotonic() - t0, 1), phase_s=phases,
+                          dict(proc["detail"], model=m.name, link_rows=rows, background_cores=background, seconds=round(time.monotonic() - t0, 1), phase_s=phases,
                                threads_per_rank=1, backend=backend), backend=backend)
 
 # %% ../../nbs/40_runtime/45_calibrate.ipynb #c6bd95ba
@@ -259,7 +268,11 @@ def _profile_text(p: MachineProfile, where: str) -> str:
                       f"  matmul {', '.join(f'{k} {v * 1e3:.1f} GFLOP/s' for k, v in p.matmul_tflops.items())} per rank; "
                       f"{p.op_s * 1e6:.1f} µs per operator; copy {p.memory_GBps:.1f} GB/s",
                       f"  share of a core: {', '.join(f'{k} ranks {v:.2f}' for k, v in p.shares.items()) or 'not measured'}",
-                      f"  links: {links or 'not measured'}", f"  EP imbalance {p.ep_imbalance:.2f}; load {p.load_avg}; {p.detail.get('seconds')} s"])
+                      f"  links: {links or 'not measured'}", f"  EP imbalance {p.ep_imbalance:.2f}; load {p.load_avg}; {p.detail.get('seconds')} s" + _bg_text(p)])
+
+def _bg_text(p: MachineProfile) -> str:
+    bg = {k: v for k, v in (p.detail.get("background_cores") or {}).items() if v > 0}
+    return "" if not bg else "; cores busy elsewhere while measured (divided out): " + ", ".join(f"{k} ranks {v:.2f}" for k, v in bg.items())
 
 def cli_calibrate(argv: list[str]) -> int:
     "supernode-nb calibrate: measure this machine into a named profile and save it in the archive."

@@ -38,14 +38,20 @@ def contention_worker(rank: int, world_size: int, model: dict, rounds: int = 3, 
         n, t0 = 0, time.perf_counter()
         while time.perf_counter() - t0 < seconds: fb(); n += 1
         return n / (time.perf_counter() - t0)
-    fb(); alone, together = [], []
+    fb(); alone, together, got = [], [], []
     for _ in range(rounds):                           # alternate, so that other people's load drifts into both alike
         dist.barrier()
         if rank == 0: alone.append(busy())            # the others wait in the barrier (asleep: gloo does not spin)
         dist.barrier()
-        t = torch.tensor([busy()]); dist.all_reduce(t); together.append(t.item() / world_size)
+        c0, w0 = time.process_time(), time.perf_counter()
+        rate = busy()
+        t = torch.tensor([rate, (time.process_time() - c0) / (time.perf_counter() - w0)])
+        dist.all_reduce(t); together.append(t[0].item() / world_size); got.append(t[1].item())
     if rank != 0: return None
-    return {"share": min(1.0, statistics.median(together) / statistics.median(alone)), "fwd_bwd_s": 1 / statistics.median(alone)}
+    cores = len(os.sched_getaffinity(0))              # what the ranks got of the cores, all busy: the rest went elsewhere
+    bg = max(0.0, cores - statistics.median(got)) if world_size >= cores else 0.0
+    return {"share": min(1.0, statistics.median(together) / statistics.median(alone)), "fwd_bwd_s": 1 / statistics.median(alone),
+            "background_cores": round(bg, 3)}
 
 # %% ../../nbs/40_runtime/45_probes.ipynb #b72e5fc1
 def interference_worker(rank: int, world_size: int, model: dict, calls: int = 20, nbytes: int = 1 << 20,

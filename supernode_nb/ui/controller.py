@@ -109,7 +109,7 @@ def _main(self: RunController, spec):
         while True:                      # read what each poll booked (`status()` polls too), so no record is missed
             h.poll(); new, i = h.records[i:], len(h.records)
             for rec in new: self._q.put(("rec", rec))
-            b = load.sample(min_s=1.0) if load is not None and i else None     # from the first record on
+            b = load.typical() if load is not None and i else None     # from the first record on: the typical window
             if b is not None and abs(b - shown) >= 0.05: shown = round(b, 2); self._post(host_load=shown)
             if self._stop.is_set(): h.cancel(); self._q.put(("stopped", None)); return
             if h.failure_seen_at is not None or all(v not in ("running", "starting") for v in h.status().values()): break

@@ -173,7 +173,7 @@ class LiveView:
         b = self.state.host_load
         if b <= 0 or self.idle_step_s is None: return
         est = estimate_for(self.state, background=b)
-        if est is None or est.step_time_s == self.idle_step_s: return     # not a CPU profile: nothing to re-price
+        if est is None or est.profile.startswith("none"): return     # no profile of this machine: nothing to re-price
         self._show(est, f"; priced for the {b:.2f} cores other processes (this page, its kernel) kept busy during the run "
                         f"(on an idle host: {self.idle_step_s * 1e3:.1f} ms)", load=b)
         self.redraw(force=True)
