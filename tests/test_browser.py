@@ -68,7 +68,7 @@ def lab(tmp_path_factory):
             if proc.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"JupyterLab did not start: {(tmp / 'lab.log').read_text()[-2000:]}")
             time.sleep(0.3)
-    yield dict(base=base, token=token, proc=proc, log=tmp / "lab.log")
+    yield dict(base=base, token=token, proc=proc, log=tmp / "lab.log", calibration=cal.stdout.strip().splitlines())
     # shut down: kernels first (they may hold rank processes), then the server, then anything left in its session
     try:
         for k in _get(f"{base}/api/kernels?token={token}"):
@@ -197,6 +197,7 @@ def test_dashboard_in_browser(lab):
             for k, v in acc.items():
                 if v and v.get("measured_s"): v["error_pct"] = round(100 * (v["estimate_s"] / v["measured_s"] - 1), 1)
             timings["estimate_vs_measured"], timings["load"] = acc, os.getloadavg()
+            timings["calibration"] = lab["calibration"]       # the profile the estimates used, as `calibrate` printed it
             timings["page_errors"] = errors[:5]
             (ARTIFACTS / "browser_timings.json").write_text(json.dumps(timings, indent=1))
             print("browser timings:", json.dumps(timings))

@@ -175,11 +175,12 @@ def _supervised_step_s(m: ModelSpec, proc: dict, mem: float, gbs: int = 4) -> di
     from supernode_nb.foundation.config import ParallelConfig
     from supernode_nb.runtime.probes import measure
     cfg = ParallelConfig(global_batch_size=gbs)
-    meas = measure(m, cfg, steps=8, skip=2)
+    runs = [measure(m, cfg, steps=10, skip=2) for _ in range(2)]      # the quieter of two: a profile is the idle host's, and a
+    meas = min(runs, key=lambda r: r["other_s"])                        # burst elsewhere (a test's processes winding down) hits one
     d = proc["detail"]
     opt = 28 * d["params"] / (mem * 1e9) + d["optimizer_ops"] * proc["opt_op_s"]
     step_s = max(meas["other_s"] - opt - cfg.num_microbatches * proc["microbatch_s"], proc["step_s"])
-    return {"step_s": step_s, "detail": dict(d, supervised_other_s=meas["other_s"], batch_step_s=proc["step_s"])}
+    return {"step_s": step_s, "detail": dict(d, supervised_other_s=meas["other_s"], supervised_other_runs_s=[r["other_s"] for r in runs], batch_step_s=proc["step_s"])}
 
 # %% ../../nbs/40_runtime/45_calibrate.ipynb #cal2idle1
 def _to_idle(r: dict, cores: int, world: int) -> dict:
@@ -266,7 +267,7 @@ def _profile_text(p: MachineProfile, where: str) -> str:
                       if len(v["all"]) > 2 else f"{k}: α {v['all'][1] * 1e3:.2f} ms, {v['all'][0]:.2f} GB/s" for k, v in l.items() if "all" in v)
     return "\n".join([f"profile {p.name!r} ({p.kind}, {p.devices} {'cores' if p.kind == 'cpu' else 'devices'}, host {p.host}) — {where}",
                       f"  matmul {', '.join(f'{k} {v * 1e3:.1f} GFLOP/s' for k, v in p.matmul_tflops.items())} per rank; "
-                      f"{p.op_s * 1e6:.1f} µs per operator; copy {p.memory_GBps:.1f} GB/s",
+                      f"{p.op_s * 1e6:.1f} µs per operator; copy {p.memory_GBps:.1f} GB/s; a supervised rank's step {p.step_s * 1e3:.2f} ms beyond them",
                       f"  share of a core: {', '.join(f'{k} ranks {v:.2f}' for k, v in p.shares.items()) or 'not measured'}",
                       f"  links: {links or 'not measured'}", f"  EP imbalance {p.ep_imbalance:.2f}; load {p.load_avg}; {p.detail.get('seconds')} s" + _bg_text(p)])
 
