@@ -22,17 +22,18 @@ PICKS = {"dp4": ParallelConfig(dp=4, global_batch_size=4), "dp2·tp2": ParallelC
 
 
 def _undone(p):
-    "The profile as measured, before `calibrate` divided out the background it saw (shares × f, link times ÷ f)."
-    shares, links = dict(p.shares), {}
+    "The profile as measured, before `calibrate` divided out the background it saw (shares × f, link times and penalties ÷ f)."
+    shares, links, penalty = dict(p.shares), {}, dict(p.penalty_s)
     for w, bg in (p.detail.get("background_cores") or {}).items():
         f = left_by(p.devices, bg, int(w))
         if w in shares: shares[w] = shares[w] * f
+        if w in penalty: penalty[w] = penalty[w] / f
         for lv, fits in p.links.items():
             for key, ops in fits.items():
                 if key.split("×")[0] == w:
                     links.setdefault(lv, {})[key] = {o: [v[0] * f] + [x / f for x in v[1:]] for o, v in ops.items()}
     links = {lv: {**p.links[lv], **links.get(lv, {})} for lv in p.links}
-    return replace(p, shares=shares, links=links)
+    return replace(p, shares=shares, links=links, penalty_s=penalty)
 
 
 def _price(p) -> dict:
