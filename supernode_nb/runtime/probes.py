@@ -30,7 +30,8 @@ def _fwd_bwd(model: ModelSpec, seed: int = 0, device: str = "cpu"):
 # %% ../../nbs/40_runtime/45_probes.ipynb #9419290d
 def contention_worker(rank: int, world_size: int, model: dict, rounds: int = 3, seconds: float = 0.3) -> dict | None:
     "Worker: share of a core per rank with all `world_size` ranks busy (forward + backward passes per second, together /"
-    "alone), and the seconds of one pass on rank 0 alone — a spawned rank, as training runs (rank 0: {share, fwd_bwd_s})."
+    "alone), the seconds of one pass on rank 0 alone — a spawned rank, as training runs — and the cores the ranks did not get"
+    "while all computed (rank 0: {share, fwd_bwd_s, background_cores})."
     import torch.distributed as dist
     torch.set_num_threads(1)
     _, fb = _fwd_bwd(ModelSpec(**model))
