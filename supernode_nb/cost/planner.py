@@ -131,15 +131,14 @@ def _row(cfg: ParallelConfig, R, i) -> dict:
                 step_time_s=float(R["step_time_s"][i]), mfu=float(R["mfu"][i]), memory_per_device_bytes=float(R["memory"][i]))
 
 def _family_reasons(fam: np.ndarray, inv: np.ndarray, valid, reasons: dict, fits, memory, breakdown: dict, limit,
-                    in_memory=None, gaps: dict | None = None,
-                    idx=None) -> list[dict]:   # where `inv`'s and `fits`' rows sit in the other (whole-grid) arrays; None: the same rows
+                    in_memory, gaps: dict, idx) -> list[dict]:   # idx: where `inv`'s and `fits`' rows sit in the other (whole-grid) arrays
     "One line per family (tp, cp, pp, ep) without a plan that fits: the constraint its plans break, what this engine"
     "lacks to run the ones that fit in memory (with `gaps`), or its least memory."
     F = len(fam)
     failing = np.flatnonzero(np.bincount(inv, weights=fits, minlength=F) == 0)
     if not len(failing): return []
     rows = np.flatnonzero(np.isin(inv, failing))          # only the failing families' plans are looked at again
-    at = rows if idx is None else idx[rows]
+    at = idx[rows]
     sub, v = inv[rows], valid[at]
     n_valid = np.bincount(sub, weights=v, minlength=F)
     names = list(reasons)

@@ -216,11 +216,11 @@ W = "supernode_nb.runtime.supervise:_steps_with_fault"      # by name: this note
 
 # %% ../../nbs/40_runtime/48_supervise.ipynb #1dcfbd73
 class HostLoad:
-    "Cores of this host that processes other than `pids()` keep busy: (host CPU time − theirs) per second, since the first look"
-    "(`sample`), or in the typical window of `window_s` (`typical`: the median, as a run's step is the median step)."
+    "Cores of this host that processes other than `pids()` keep busy — (host CPU time − theirs) per second — in windows of"
+    "`window_s` from the first look; `typical` is their median, as a run's step is its median step."
     def __init__(self, pids: Callable[[], list[int]],   # the ranks' process ids (called at every look)
                  window_s: float = 0.5):                 # the windows `typical` takes the median of
-        self.pids, self._base, self._seen, self.window_s, self._mark, self.windows = pids, None, {}, window_s, None, []
+        self.pids, self._seen, self.window_s, self._mark, self.windows = pids, {}, window_s, None, []
     def _look(self) -> tuple[float, float, float]:
         import psutil
         c = psutil.cpu_times()
@@ -230,18 +230,11 @@ class HostLoad:
             except psutil.Error: continue                     # gone: its last reading stands
             self._seen.setdefault(pid, [t, t])[1] = t         # [first seen, last seen]
         return time.monotonic(), host, sum(b - a for a, b in self._seen.values())
-    def sample(self, min_s: float = 0.5) -> float | None:
-        "Mean cores busy elsewhere since the first call (None on the first call and for `min_s` after it)."
-        now = self._look()
-        if self._base is None: self._base = now; return None
-        dt = now[0] - self._base[0]
-        return None if dt < min_s else max(0.0, (now[1] - self._base[1] - now[2] + self._base[2]) / dt)
     def typical(self) -> float | None:
         "The median over the windows of `window_s` seen so far of the cores busy elsewhere (None before the first window ends):"
         "a burst — the page drawing a new run's figure — moves it as much as it moves the median step, not the mean."
         now = self._look()
         if self._mark is None: self._mark = now; return None
-        if now[0] - self._mark[0] >= self.window_s:
-            self.windows.append(max(0.0, (now[1] - self._mark[1] - now[2] + self._mark[2]) / (now[0] - self._mark[0])))
-            self._mark = now
+        if (dt := now[0] - self._mark[0]) >= self.window_s:
+            self.windows.append(max(0.0, (now[1] - self._mark[1] - now[2] + self._mark[2]) / dt)); self._mark = now
         return statistics.median(self.windows) if self.windows else None
