@@ -2,10 +2,10 @@
 
 Starts JupyterLab on 127.0.0.1 with a token and temporary Jupyter dirs (news popup off), opens a copy of
 examples/dashboard.ipynb, waits for the kernel to be idle (polling /api/kernels: the toolbar's indicator lies
-early), runs all cells, runs the default pick and then, after changing a degree, dp2·tp2; checks that the live
-chart gains points for every rank, that each run finishes, and that the dashboard's estimate (with this machine's
-profile, calibrated into the test's own archive first, priced for the cores this page and its kernel keep busy while
-the run computes) is within 25 % of the measured step. Saves a screenshot to artifacts/ and prints the time from the click on
+early), runs all cells, runs the default pick and dp2·tp2 (changing a degree) three times each, interleaved; checks that
+the live chart gains points for every rank, that each run finishes, and that the dashboard's estimate (with this
+machine's profile, calibrated into the test's own archive first, priced for the cores this page and its kernel keep
+busy while the run computes) is within 25 % of the measured step in the median run of each pick. Saves a screenshot to artifacts/ and prints the time from the click on
 "start" to the first live point. Skipped only when /usr/bin/chromium is absent.
 """
 import json, os, shutil, signal, socket, subprocess, sys, time, urllib.request, secrets
@@ -20,6 +20,8 @@ ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-net
         "--disable-sync", "--no-first-run", "--disable-quic"]
 ARTIFACTS = ROOT / "artifacts"
 NOTEBOOK = Path(os.environ.get("SNB_BROWSER_NOTEBOOK", ROOT / "examples" / "dashboard.ipynb"))   # e.g. nbs/60_ui/62_widgets.ipynb
+PICKS = (("default (dp4)", 1), ("dp2·tp2", 2))   # the dashboard's default pick, then tp 2 on the same 4 ranks
+ROUNDS = 3   # interleaved runs of each pick; the estimate-vs-measured check reads the median one
 STEPS = 60   # long enough (several seconds at ~0.1 s a step) that the kernel is sampled idle while the run streams
 
 # Outside CI a missing browser skips with the reason; in CI (.ci/run sets SNB_REQUIRE_BROWSER=1) it fails.
@@ -155,7 +157,7 @@ def test_dashboard_in_browser(lab):
     from playwright.sync_api import sync_playwright
     ARTIFACTS.mkdir(exist_ok=True)
     url = f"{lab['base']}/lab/tree/dashboard.ipynb?token={lab['token']}"
-    timings, acc = {}, {}
+    timings, acc, runs, idle_while_running = {}, {}, {}, False
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
         page = browser.new_page(viewport={"width": 1400, "height": 3000})
@@ -177,13 +179,17 @@ def test_dashboard_in_browser(lab):
             steps = page.locator(".snb-run .widget-inline-hbox").filter(has=page.locator("label", has_text="steps")).locator("input")
             steps.fill(str(STEPS)); steps.press("Enter")
 
-            # the default pick (4 ranks of dp), then tp 1 -> 2 on 4 ranks; dp follows (4 -> 2)
-            *_, timings["default_start_to_done_s"], acc["default (dp4)"] = _run(page, lab)
+            # the default pick (4 ranks of dp), then tp 1 -> 2 on 4 ranks (dp follows, 4 -> 2), and back: ROUNDS interleaved
+            # repeats of each, as benchmarks/calibrate.py measures (this host moves one run's median step by ±20 %)
             tp = page.locator(".snb-picker .widget-dropdown").filter(has=page.locator("label", has_text="tp")).locator("select")
-            tp.select_option(label="2")
-            page.wait_for_selector(".snb-picker :text('tp(2) × cp(1) × dp(2) × pp(1) = 4 ranks')", timeout=20_000)
-            pts, first, idle_while_running, timings["start_to_done_s"], acc["dp2·tp2"] = _run(page, lab)
-            timings["start_to_first_point_s"] = first
+            for i in range(ROUNDS):
+                for name, deg in PICKS:
+                    if i or deg != 1:
+                        tp.select_option(label=str(deg))
+                        page.wait_for_selector(f".snb-picker :text('tp({deg}) × cp(1) × dp({4 // deg}) × pp(1) = 4 ranks')", timeout=20_000)
+                    pts, first, idle, t, a = _run(page, lab)
+                    runs.setdefault(name, []).append(a); timings.setdefault("start_to_done_s", []).append(round(t, 2))
+                    timings.setdefault("start_to_first_point_s", []).append(first); idle_while_running |= idle
             page.locator(".snb-live").scroll_into_view_if_needed()
             page.wait_for_timeout(300)
             page.screenshot(path=str(ARTIFACTS / "browser_dashboard.png"), full_page=True)
@@ -194,17 +200,24 @@ def test_dashboard_in_browser(lab):
             assert idle_while_running, "the kernel was never idle while the run streamed"
             timings["kernel_idle_while_running"] = idle_while_running
         finally:
-            for k, v in acc.items():
-                if v and v.get("measured_s"): v["error_pct"] = round(100 * (v["estimate_s"] / v["measured_s"] - 1), 1)
+            for k, rs in runs.items():      # each run's error, then the median run: the one the check reads
+                for v in rs:
+                    if v and v.get("measured_s"): v["error_pct"] = round(100 * (v["estimate_s"] / v["measured_s"] - 1), 1)
+                done = sorted((v for v in rs if v and "error_pct" in v), key=lambda v: v["error_pct"])
+                acc[k] = dict(done[len(done) // 2], runs=rs, median_of=len(done)) if done else None
             timings["estimate_vs_measured"], timings["load"] = acc, os.getloadavg()
             timings["calibration"] = lab["calibration"]       # the profile the estimates used, as `calibrate` printed it
             timings["page_errors"] = errors[:5]
             (ARTIFACTS / "browser_timings.json").write_text(json.dumps(timings, indent=1))
             print("browser timings:", json.dumps(timings))
             browser.close()
-    assert first is not None and first < 60, timings
-    for k, v in acc.items(): assert v and v["steps"] >= STEPS - 2 and v["estimate_s"] > 0, (k, v)   # both shown, every step
-    for k, v in acc.items():   # issue 10: the estimate the dashboard shows within 25 % of the measured step, priced for the
-        assert v["host_load"] > 0, (k, v)    # cores the page and its kernel keep busy while the run computes (always some)
+    assert all(f is not None and f < 60 for f in timings["start_to_first_point_s"]), timings
+    for k, rs in runs.items():
+        assert len(rs) == ROUNDS, (k, rs)
+        for v in rs:   # estimate and measured both shown, every step; priced for the cores the page and its kernel keep busy
+            assert v and v["steps"] >= STEPS - 2 and v["estimate_s"] > 0 and v["host_load"] > 0, (k, v)   # (always some)
+    for k, v in acc.items():
+        assert v and v.get("measured_s"), (k, runs[k])
+        # issue 10: the estimate the dashboard shows within 25 % of the measured step, in the median of the interleaved runs
         assert abs(v["error_pct"]) <= 25, f"{k}: estimate {v['estimate_s'] * 1e3:.1f} ms vs measured {v['measured_s'] * 1e3:.1f} ms " \
                                           f"({v['error_pct']:+.1f} %), {v['host_load']:.2f} cores busy elsewhere, load {os.getloadavg()[0]:.1f}"
