@@ -9,7 +9,7 @@ from __future__ import annotations
 import math, statistics
 from ..foundation.config import ModelSpec, ParallelConfig, get_model
 from ..cost.profile import MachineProfile
-from .probes import measure
+from .probes import measure, settle
 
 # %% auto #0
 __all__ = ['LAYOUTS', 'resolve_layouts', 'collective_counts_worker', 'op_count_worker', 'ddp_op_count_worker', 'predict',
@@ -154,6 +154,7 @@ def local_check(layouts=None, prof: MachineProfile | None = None, repeats: int =
     runs: dict[str, list] = {n: [] for n in L}
     for r in range(repeats):
         for name, (model, cfg) in L.items():
+            if probe: settle()                      # the last run's ranks gone, as `measure` waits before its run
             k = speed_probe(prof) if probe else 1.0
             runs[name].append(dict(measure(model, cfg, steps, skip, timeout_s), slowdown=k))
             if progress is not None: progress(name, r, runs[name][-1])

@@ -17,8 +17,8 @@ from ..cost.profile import MachineProfile, left_by
 from .probes import _fwd_bwd, bench_links, contention_worker, fit_latency, fit_link, interference_worker
 
 # %% auto #0
-__all__ = ['count_ops', 'op_counts', 'matmul_tflops', 'copy_GBps', 'model_shapes', 'ep_imbalance', 'calibration_worker',
-           'calibrate', 'speed_probe', 'cli_calibrate']
+__all__ = ['count_ops', 'op_counts', 'matmul_tflops', 'copy_GBps', 'model_shapes', 'probe_s', 'ep_imbalance',
+           'calibration_worker', 'calibrate', 'speed_probe', 'cli_calibrate']
 
 # %% ../../nbs/40_runtime/45_calibrate.ipynb #3168058c
 class _OpCounter(TorchDispatchMode):
@@ -125,6 +125,17 @@ def _recompute_figures(m: ModelSpec, gpt, fb, t_fb: float, ops: int, rate: float
     region = max((ts - ns * per_op) / m.layers, 0.0)                   # difference is the re-run operators
     return dict(region_s=region, recompute_op_s=per_op, recompute_s={"selective": ts, "full": tf}, recompute_ops={"selective": ns, "full": nf})
 
+# %% ../../nbs/40_runtime/45_calibrate.ipynb #probe0code
+def probe_s(m: ModelSpec | str = "tiny-gpt", seconds: float = 0.5, device: str = "cpu") -> float:
+    "Median seconds of the reference forward + backward of `m` (pairs of calls for `seconds`, after 3 warm-up calls), one thread as set."
+    _, fb = _fwd_bwd(get_model(m) if isinstance(m, str) else m, device=device)
+    for _ in range(3): fb()
+    out, end = [], time.perf_counter() + seconds
+    while time.perf_counter() < end or len(out) < 3:
+        t0 = time.perf_counter(); fb(); fb()
+        out.append((time.perf_counter() - t0) / 2)
+    return statistics.median(out)
+
 # %% ../../nbs/40_runtime/45_calibrate.ipynb #47d0735a
 def ep_imbalance(model: ModelSpec | str = "tiny-moe", ep: int = 2, gbs: int = 8, seed: int = 0) -> float:
     "Tokens of the fullest of `ep` expert groups / the mean, for the runtime's batches routed by `model`'s routers."
@@ -203,7 +214,7 @@ def calibrate(quick: bool = False,              # 2 and 4 ranks, fewer sizes and
     m = get_model(model) if isinstance(model, str) else model
     cores = len(os.sched_getaffinity(0))
     worlds = tuple(worlds or ((2, 4) if quick else (2, 4, 8)))
-    samples, calls = (3, 16) if quick else (5, 40)   # quick: 16 calls a size keep it < 15 s
+    samples, calls, probe = (3, 16, 0.2) if quick else (5, 40, 0.5)   # quick: 16 calls a size keep it < 15 s
     say = progress or (lambda s: None)
     old = torch.get_num_threads(); torch.set_num_threads(1)
     try:
@@ -213,6 +224,7 @@ def calibrate(quick: bool = False,              # 2 and 4 ranks, fewer sizes and
         if kind != "cpu" or not quick: rates["bf16"] = matmul_tflops(shapes, torch.bfloat16, dev, samples)
         mem = copy_GBps(16 << 20 if kind == "cpu" else 1 << 30, dev, samples)
         say(f"compute: {rates} TFLOP/s, copy {mem:.1f} GB/s")
+        probes = [probe_s(m, probe, dev)]                 # the speed check's reference: here, and again at the end
         proc = _process_figures(m, rates["fp32"], mem, samples, dev)
     finally: torch.set_num_threads(old)
     phases = {"one process": round(time.monotonic() - t0, 1)}
@@ -234,6 +246,10 @@ def calibrate(quick: bool = False,              # 2 and 4 ranks, fewer sizes and
         phases[f"{w} ranks"] = round(time.monotonic() - t0 - sum(phases.values()), 1)
         say(f"{w} ranks: {background.get(str(w), 0.0):.2f} cores busy elsewhere (divided out), share {shares.get(str(w))}, penalty {1e6 * penalty[str(w)]:.0f} µs per collective, "
             f"overlap {overlap[str(w)]:.2f}, skew {skew[str(w)]:.3f} s per s of compute, links {fitted}")
+    old = torch.get_num_threads(); torch.set_num_threads(1)
+    try: probes.append(probe_s(m, probe, dev))
+    finally: torch.set_num_threads(old)
+    say(f"speed check: {1e3 * probes[0]:.2f} ms at the start, {1e3 * probes[1]:.2f} ms at the end")
     level = "loopback" if kind == "cpu" else "node"
     host = socket.gethostname()
     k = statistics.median(in_rank.values()) / proc["detail"]["fwd_bwd_s"] if in_rank else 1.0   # a rank alone vs this process
@@ -247,16 +263,16 @@ def calibrate(quick: bool = False,              # 2 and 4 ranks, fewer sizes and
                           devices, rates, proc["op_s"], proc["opt_op_s"], mem, proc["microbatch_s"], proc["step_s"], shares,
                           {level: links} if links else {}, ep_imbalance("tiny-moe", 2), proc["region_s"], proc["recompute_op_s"],
                           penalty, overlap, skew, round(os.getloadavg()[0], 2),
-                          dict(proc["detail"], model=m.name, link_rows=rows, background_cores=background, seconds=round(time.monotonic() - t0, 1), phase_s=phases,
+                          dict(proc["detail"], model=m.name, link_rows=rows, background_cores=background, probe_s=statistics.median(probes), probes_s=probes, seconds=round(time.monotonic() - t0, 1), phase_s=phases,
                                threads_per_rank=1, backend=backend), backend=backend)
 
 # %% ../../nbs/40_runtime/45_calibrate.ipynb #c6bd95ba
-def speed_probe(prof: MachineProfile, samples: int = 5) -> float:
+def speed_probe(prof: MachineProfile, seconds: float = 0.5) -> float:
     "Now / at calibration, for the reference forward + backward of the profile's model (1.0: as fast as then)."
-    ref = prof.detail.get("fwd_bwd_s")
+    ref = prof.detail.get("probe_s") or prof.detail.get("fwd_bwd_s")   # profiles from before `probe_s`: the one-process timing
     if not ref: return 1.0
     old = torch.get_num_threads(); torch.set_num_threads(1)
-    try: t = _block_median(_fwd_bwd(get_model(prof.detail.get("model", "tiny-gpt")))[1], samples, 2)
+    try: t = probe_s(prof.detail.get("model", "tiny-gpt"), seconds)
     finally: torch.set_num_threads(old)
     return t / ref
 
@@ -269,7 +285,15 @@ def _profile_text(p: MachineProfile, where: str) -> str:
                       f"  matmul {', '.join(f'{k} {v * 1e3:.1f} GFLOP/s' for k, v in p.matmul_tflops.items())} per rank; "
                       f"{p.op_s * 1e6:.1f} µs per operator; copy {p.memory_GBps:.1f} GB/s; a supervised rank's step {p.step_s * 1e3:.2f} ms beyond them",
                       f"  share of a core: {', '.join(f'{k} ranks {v:.2f}' for k, v in p.shares.items()) or 'not measured'}",
-                      f"  links: {links or 'not measured'}", f"  EP imbalance {p.ep_imbalance:.2f}; load {p.load_avg}; {p.detail.get('seconds')} s" + _bg_text(p)])
+                      f"  links: {links or 'not measured'}", f"  EP imbalance {p.ep_imbalance:.2f}; load {p.load_avg}; {p.detail.get('seconds')} s" + _bg_text(p)]
+                     + _probe_text(p))
+
+def _probe_text(p: MachineProfile) -> list[str]:
+    "The speed check's two readings, and how far the machine's speed moved between them (a shared host's slow phases)."
+    a, b = (p.detail.get("probes_s") or [None, None])[:2]
+    if not a or not b: return []
+    moved = f" — the machine's speed moved {100 * (b / a - 1):+.0f} % while measured: calibrate again on a quiet host" if abs(b / a - 1) > 0.15 else ""
+    return [f"  speed check (reference forward + backward): {1e3 * a:.2f} ms at the start, {1e3 * b:.2f} ms at the end{moved}"]
 
 def _bg_text(p: MachineProfile) -> str:
     bg = {k: v for k, v in (p.detail.get("background_cores") or {}).items() if v > 0}
