@@ -14,7 +14,7 @@ from ..foundation.placement import PlacementError, STRATEGIES
 from ..foundation.topology import TOPOLOGY_PRESETS, TopologyError
 from .figures import beside_figure, choose_figure, estimate_figure, placement_figure, records_figure, traffic_figure
 from .demo_steps import (choose, choose_text, config_name, demo_placement, estimate_choice, estimate_text, machine_profile,
-                                        main_axis, probed_profile, record_demo, record_text, run_small, run_text, small_shape, summary_text)
+                                        main_axis, record_demo, record_text, run_small, run_text, small_shape, speed_check, summary_text)
 
 # %% auto #0
 __all__ = ['STEP_SENTENCES', 'STEP_TITLES', 'NEXT', 'write_report', 'demo', 'small_run', 'cli_demo']
@@ -83,7 +83,7 @@ def small_run(cfg: ParallelConfig, steps: int, say) -> tuple[dict, ParallelConfi
     "Step 4's run: `cfg`'s shape on local ranks, estimated with this machine's profile; a failed ZeRO-2/3 run is said and rerun with ZeRO-1."
     tiny = "tiny-moe" if cfg.ep > 1 else "tiny-gpt"
     small, left = small_shape(cfg, tiny)
-    prof, k = probed_profile(machine_profile(small.world_size, say), say)
+    prof = machine_profile(small.world_size, say); speed_check(prof, say)
     go = lambda c: run_small(c, tiny, steps, prof, progress=_step_printer(c.world_size, steps, say))
     say(f"  running {tiny} as {config_name(small)} on {small.world_size} local ranks for {steps} steps"
         + (f" (left out: {'; '.join(left)})" if left else "") + " …")

@@ -19,7 +19,7 @@ from ..cost.planner import plan
 # %% auto #0
 __all__ = ['config_name', 'reason_group', 'comm_losers', 'choose', 'choose_text', 'demo_placement', 'placement_summary',
            'summary_text', 'main_axis', 'estimate_argv', 'expected_error', 'estimate_choice', 'estimate_text',
-           'small_shape', 'machine_profile', 'probed_profile', 'local_estimate', 'run_small', 'run_text', 'record_demo',
+           'small_shape', 'machine_profile', 'speed_check', 'local_estimate', 'run_small', 'run_text', 'record_demo',
            'record_text']
 
 # %% ../../nbs/60_ui/68_demo_steps.ipynb #c5dfc358
@@ -223,14 +223,14 @@ def machine_profile(world: int = 8, say=None):
     if os.environ.get("SUPERNODE_NB_ARCHIVE", "on").lower() not in ("off", "0", "no", "false"): Archive().save_profile(p)
     return p
 
-def probed_profile(profile, say=None):
-    "`profile` scaled to how fast this machine is right now (`calibrate.speed_probe`) when that differs by over 10 %; and the factor."
+def speed_check(profile, say=None) -> float:
+    "How many times slower this machine runs the profile's reference forward + backward now than at calibration, said, not applied."
     from supernode_nb.runtime.calibrate import speed_probe
     k = speed_probe(profile)
-    if abs(k - 1) <= 0.1: return profile, k
-    if say: say(f"  this machine is {k:.2f}× {'slower' if k > 1 else 'faster'} now than when it was calibrated (load "
-                f"{os.getloadavg()[0]:.1f}): the estimate scales the profile by that")
-    return profile.scaled(k), k
+    if say and abs(k - 1) > 0.15:
+        say(f"  speed check: the reference forward + backward runs {k:.2f}× {'slower' if k > 1 else 'faster'} now than when this machine "
+            f"was calibrated (load {os.getloadavg()[0]:.1f}); a shared host's speed moves, read the error beside that")
+    return k
 
 def local_estimate(model: str, cfg: ParallelConfig, profile=None):
     "The cost model's estimate of `cfg` on this machine, with its calibrated `profile`."
