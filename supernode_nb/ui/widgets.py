@@ -124,7 +124,7 @@ def sync(self: RunPanel, *_):
 class LiveView:
     "The live figure of the current run, updated in place as records stream in."
     def __init__(self, state: DashboardState, controller: RunController, log: ErrorLog | None = None,
-                 every: float = 1.0):   # seconds between redraws while a run streams (the browser re-renders the whole figure)
+                 every: float = 2.0):   # seconds between redraws while a run streams (the browser re-renders the whole figure)
         self.state, self.ctl, self.log = state, controller, log or ErrorLog()
         self.every, self._last, self._timer = every, 0.0, None
         self.fig = go.FigureWidget(live_figure(state.world))
@@ -223,7 +223,7 @@ def _warm_up():
 # %% ../../nbs/60_ui/62_widgets.ipynb #f1319519
 class Dashboard:
     "The notebook dashboard: strategy picker, placement, pipeline schedule, run panel with the live view, doctor."
-    def __init__(self, state: DashboardState | None = None, launcher=None, debounce: float = 0.15, interval: float = 0.5,
+    def __init__(self, state: DashboardState | None = None, launcher=None, debounce: float = 0.15, interval: float = 1.0,
                  warm: bool = True, **picks):
         self.state = state or DashboardState(**picks)
         self.log = ErrorLog()
