@@ -6,7 +6,7 @@ Docs: https://supernode-nb.github.io/supernode_nb/10_cost/costmodel.html.md"""
 
 # %% ../../nbs/10_cost/12_costmodel.ipynb #8a7cedfd
 from __future__ import annotations
-from dataclasses import dataclass, field, asdict
+from dataclasses import dataclass, field, asdict, replace
 import numpy as np
 from ..foundation.core import Parser, UsageError, emit
 from ..foundation.config import (ModelSpec, ParallelConfig, ConfigError, check, MODEL_PRESETS,
@@ -18,7 +18,7 @@ from .steptime import (AXIS_GROUPS, COMM_AXES, CAUSAL_EXECUTED, EFFICIENCY, FP32
                                         _analytic_links, _placement_links, _costs, _columns, _compute)
 
 # %% auto #0
-__all__ = ['CAVEAT_MISS', 'Estimate', 'resolve_dtype', 'estimate', 'compare_measured', 'cli_estimate']
+__all__ = ['CAVEAT_MISS', 'Estimate', 'resolve_dtype', 'estimate', 'compare_measured', 'loaded_estimate', 'cli_estimate']
 
 # %% ../../nbs/10_cost/12_costmodel.ipynb #14f8c492
 @dataclass
@@ -194,6 +194,28 @@ def compare_measured(est: Estimate, measured: dict) -> dict:
         m = 0.0 if m is None else float(m)
         out[k] = dict(predicted=p, measured=m, error_pct=100 * (p / m - 1) if m > 0 else None)
     return out
+
+# %% ../../nbs/10_cost/12_costmodel.ipynb #loaded0code
+def loaded_estimate(model: ModelSpec, cfg: ParallelConfig, profile,   # a CPU `MachineProfile` (an idle host's)
+                    background: float,            # cores other processes keep busy while the run computes
+                    topology: Topology | str = "local", placement=None) -> Estimate:
+    "The estimate on a CPU host where other processes keep `background` cores busy. Parts where ranks wait on each other"
+    "(collectives, bubbles, and compute between per-micro-batch collectives: tp, cp, pp, ep) are priced as every rank losing"
+    "its share of the background (`MachineProfile.loaded`); parts each rank runs on its own (data-parallel compute, the"
+    "optimizer) lose only what the ranks' average demand leaves no idle core for."
+    idle = estimate(model, cfg, topology, placement, profile=profile)
+    if background <= 0: return idle
+    full = estimate(model, cfg, topology, placement, profile=profile.loaded(background))
+    b0, b1, n = idle.breakdown, full.breakdown, cfg.world_size
+    lockstep = cfg.tp > 1 or cfg.cp > 1 or cfg.pp > 1 or (cfg.ep > 1 and model.is_moe)
+    own = b0["other_s"] + (0.0 if lockstep else b0["compute_s"])          # each rank's own work on the idle host
+    demand = n * profile.share(n) * own / idle.step_time_s                 # cores it keeps busy, on average
+    f = max(1.0, demand / max(profile.devices - background, 0.05 * n))     # the background fills the idle cores first
+    parts = dict(b1, compute_s=b1["compute_s"] if lockstep else b0["compute_s"] * f, other_s=b0["other_s"] * f)
+    step = parts["compute_s"] + parts["bubble_s"] + parts["other_s"] + sum(parts["comm_s"].values())
+    k = full.step_time_s / step                                            # throughput figures follow the step
+    return replace(full, step_time_s=step, breakdown=parts, tokens_per_s=full.tokens_per_s * k, tflops_per_device=full.tflops_per_device * k,
+                   hw_tflops_per_device=full.hw_tflops_per_device * k, mfu=full.mfu * k, hfu=full.hfu * k)
 
 # %% ../../nbs/10_cost/12_costmodel.ipynb #aef297a7
 def _gib(b): return f"{b / GiB:.1f} GiB"

@@ -276,11 +276,12 @@ def estimate_for(state: DashboardState,
     from supernode_nb.cost import costmodel as cm
     from supernode_nb.cost.profile import find_profile
     if state.errors: return None
-    topo, prof = state.topo(), "auto"
-    if background > 0:
+    topo = state.topo()
+    if background > 0:                      # lockstep parts lose their share of it, each rank's own work what does not fit
         p = find_profile(getattr(topo, "preset", None) or topo.name)
-        if p is not None and p.kind == "cpu": prof = p.loaded(min(background, p.devices - 0.25))
-    return cm.estimate(state.spec(), state.config(), placement=state.placement(), profile=prof)
+        if p is not None and p.kind == "cpu":
+            return cm.loaded_estimate(state.spec(), state.config(), p, min(background, p.devices - 0.25), topo, state.placement())
+    return cm.estimate(state.spec(), state.config(), placement=state.placement(), profile="auto")
 
 def _est_source(st, est=None) -> str:
     "Which model made the estimate, with which figures (a machine profile or the preset's), and how far to trust it."
