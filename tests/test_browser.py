@@ -5,8 +5,8 @@ examples/dashboard.ipynb, waits for the kernel to be idle (polling /api/kernels:
 early), runs all cells, runs the default pick and dp2·tp2 (changing a degree) three times each, interleaved; checks
 that the live chart gains points for every rank, that each run finishes, and that the dashboard's estimate (with this
 machine's profile, calibrated into the test's own archive before each round, priced for the cores this page and its
-kernel keep busy while the run computes) is within 25 % of the measured step in the median run of each pick. Saves a screenshot
-to artifacts/ and prints the time from the click on "start" to the first live point. Skipped only when
+kernel keep busy while the run computes) is within 25 % of the measured step in the median run of each pick. Saves a
+screenshot to artifacts/ and prints the time from the click on "start" to the first live point. Skipped only when
 /usr/bin/chromium is absent.
 """
 import json, os, shutil, signal, socket, subprocess, sys, time, urllib.request, secrets

@@ -127,13 +127,16 @@ def _recompute_figures(m: ModelSpec, gpt, fb, t_fb: float, ops: int, rate: float
 
 # %% ../../nbs/40_runtime/45_calibrate.ipynb #probe0code
 def probe_s(m: ModelSpec | str = "tiny-gpt", seconds: float = 0.5, device: str = "cpu") -> float:
-    "Median seconds of the reference forward + backward of `m` (pairs of calls for `seconds`, after 3 warm-up calls), one thread as set."
+    "Median seconds of the reference forward + backward of `m` on one thread (pairs of calls for `seconds`, after 3 warm-up calls)."
     _, fb = _fwd_bwd(get_model(m) if isinstance(m, str) else m, device=device)
-    for _ in range(3): fb()
-    out, end = [], time.perf_counter() + seconds
-    while time.perf_counter() < end or len(out) < 3:
-        t0 = time.perf_counter(); fb(); fb()
-        out.append((time.perf_counter() - t0) / 2)
+    old = torch.get_num_threads(); torch.set_num_threads(1)
+    try:
+        for _ in range(3): fb()
+        out, end = [], time.perf_counter() + seconds
+        while time.perf_counter() < end or len(out) < 3:
+            t0 = time.perf_counter(); fb(); fb()
+            out.append((time.perf_counter() - t0) / 2)
+    finally: torch.set_num_threads(old)
     return statistics.median(out)
 
 # %% ../../nbs/40_runtime/45_calibrate.ipynb #47d0735a
@@ -246,9 +249,7 @@ def calibrate(quick: bool = False,              # 2 and 4 ranks, fewer sizes and
         phases[f"{w} ranks"] = round(time.monotonic() - t0 - sum(phases.values()), 1)
         say(f"{w} ranks: {background.get(str(w), 0.0):.2f} cores busy elsewhere (divided out), share {shares.get(str(w))}, penalty {1e6 * penalty[str(w)]:.0f} µs per collective, "
             f"overlap {overlap[str(w)]:.2f}, skew {skew[str(w)]:.3f} s per s of compute, links {fitted}")
-    old = torch.get_num_threads(); torch.set_num_threads(1)
-    try: probes.append(probe_s(m, probe, dev))
-    finally: torch.set_num_threads(old)
+    probes.append(probe_s(m, probe, dev))
     say(f"speed check: {1e3 * probes[0]:.2f} ms at the start, {1e3 * probes[1]:.2f} ms at the end")
     level = "loopback" if kind == "cpu" else "node"
     host = socket.gethostname()
@@ -271,10 +272,7 @@ def speed_probe(prof: MachineProfile, seconds: float = 0.5) -> float:
     "Now / at calibration, for the reference forward + backward of the profile's model (1.0: as fast as then)."
     ref = prof.detail.get("probe_s") or prof.detail.get("fwd_bwd_s")   # profiles from before `probe_s`: the one-process timing
     if not ref: return 1.0
-    old = torch.get_num_threads(); torch.set_num_threads(1)
-    try: t = probe_s(prof.detail.get("model", "tiny-gpt"), seconds)
-    finally: torch.set_num_threads(old)
-    return t / ref
+    return probe_s(prof.detail.get("model", "tiny-gpt"), seconds) / ref
 
 # %% ../../nbs/40_runtime/45_calibrate.ipynb #f1c5184e
 def _profile_text(p: MachineProfile, where: str) -> str:
