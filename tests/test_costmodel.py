@@ -114,14 +114,16 @@ def test_planner_scores_equal_estimate_on_random_plans():
 
 def test_estimate_zero3_exposes_what_compute_cannot_hide():
     "ZeRO-3 gathers the whole model per micro-batch at any dp: 1k-token micro-batches cannot hide it once dp leaves the"
-    "node (exposed dp time, TFLOP/s per GPU falls); micro-batches of 8 sequences can."
+    "node (exposed dp time, TFLOP/s per GPU falls); micro-batches of 8 sequences can, but for the contention of the two."
     base = ["--model", "llama3-8b", "--seq", "1024", "--topology", "dgx-h100-superpod", "--zero", "3", "--json"]
     ds = [json.loads(cli("estimate", "--dp", str(n), "--global-batch", "256", *base).stdout) for n in (8, 64, 256)]
     assert ds[-1]["breakdown"]["comm_s"]["dp"] > 0
     assert ds[0]["tflops_per_device"] > ds[1]["tflops_per_device"] > ds[2]["tflops_per_device"]
     for d in ds: assert d["hfu"] >= d["mfu"] > 0 and d["profile"].startswith("none") and d["dtype"] == "bf16"
     big = json.loads(cli("estimate", "--dp", "256", "--global-batch", "2048", "--micro-batch", "8", *base).stdout)
-    assert big["breakdown"]["comm_s"]["dp"] == 0 and big["tflops_per_device"] > 2 * ds[-1]["tflops_per_device"]
+    from supernode_nb.cost.steptime import OVERLAP_CONTENTION
+    assert 0 < big["breakdown"]["comm_s"]["dp"] <= OVERLAP_CONTENTION * big["breakdown"]["compute_s"]
+    assert big["tflops_per_device"] > 2 * ds[-1]["tflops_per_device"]
 
 
 def test_estimate_dtype_fp32_priced_at_fp32_peak():

@@ -16,9 +16,10 @@ from .memory import (_counts, _memory, step_flops, SCHEDULE_CODE, RECOMPUTE_CODE
 # %% auto #0
 __all__ = ['AXIS_GROUPS', 'FP32_TFLOPS', 'FP32_RATIO_ASSUMED', 'FP8_TFLOPS', 'EFFICIENCY', 'ATTENTION_KERNELS', 'FA2_ON_HOPPER',
            'SM90_PLUS', 'HBM_EFFICIENCY', 'BUS_EFFICIENCY', 'ELEM_REPLICATED', 'CAUSAL_EXECUTED', 'OPS_PER_LAYER',
-           'KERNEL_GAP_S', 'MOE_HOST_S', 'SCORE_ELEMS', 'LOGIT_BYTES', 'EAGER_REPLICATED', 'EAGER_BACKWARD',
-           'FP8_CAST_BYTES', 'ENGINE_OPS', 'COMM_AXES', 'ENGINE_BUCKET_BYTES', 'peak_tflops', 'efficiency_for',
-           'attention_slowdown', 'engine_ops', 'engine_tensors', 'blocking_collectives', 'collectives_per_step']
+           'KERNEL_GAP_S', 'OVERLAP_CONTENTION', 'MOE_HOST_S', 'SCORE_ELEMS', 'LOGIT_BYTES', 'EAGER_REPLICATED',
+           'EAGER_BACKWARD', 'FP8_CAST_BYTES', 'ENGINE_OPS', 'COMM_AXES', 'ENGINE_BUCKET_BYTES', 'peak_tflops',
+           'efficiency_for', 'attention_slowdown', 'engine_ops', 'engine_tensors', 'blocking_collectives',
+           'collectives_per_step']
 
 # %% ../../nbs/10_cost/16_steptime.ipynb #43197a2d
 AXIS_GROUPS = {"tp": "tp", "cp": "cp", "dp": "dp-cp", "pp": "pp", "ep": "ep", "edp": "edp"}   # axis -> layout group its collectives use
@@ -99,7 +100,7 @@ def peak_tflops(chip,                # a `topology.Chip`
     return chip.tflops_bf16 * FP32_RATIO_ASSUMED, f"assumed: 1/{round(1 / FP32_RATIO_ASSUMED)} of the bf16 peak"
 
 EFFICIENCY: dict[str, float] = {   # chip name -> matmul efficiency, fitted to published runs (`published`)
-    "H100 SXM": 0.615, "A100 80GB SXM": 0.665, "H100 96GB HBM2e (500 W)": 0.535, "B200 (GB200)": 0.60}
+    "H100 SXM": 0.635, "A100 80GB SXM": 0.67, "H100 96GB HBM2e (500 W)": 0.55, "B200 (GB200)": 0.615}
 
 def efficiency_for(chip, efficiency: float | None = None) -> tuple[float, str]:
     "(efficiency, where it came from) for `chip`: the given value, the fitted one, or the fitted mean."
@@ -127,6 +128,7 @@ ELEM_REPLICATED = 11.0   # elements read + written per hidden element by a layer
 CAUSAL_EXECUTED = 1.0    # s² attention FLOPs priced at the matmul rate: a causal flash kernel skips half, at ~half the matmul efficiency
 OPS_PER_LAYER = 24       # operators (kernels) of one layer's forward: ~12 fused, the rest eager (a profile prices each)
 KERNEL_GAP_S = 3e-6      # seconds a device idles between two dependent kernels (launch latency)
+OVERLAP_CONTENTION = 0.15  # a collective and the compute beside it on an accelerator each run 1/(1 + this) as fast: max + 0.15 × min
 MOE_HOST_S = 6e-3        # seconds per MoE layer and micro-batch the host holds the device in a dropless dispatch (it syncs on the
                          # token counts, then the layer runs as fast as the host launches it): fitted, `published.fit_moe_host`
 SCORE_ELEMS = 4.5        # without flash attention: elements read + written per attention score (fused softmax 2, dropout 2.5)
@@ -137,10 +139,9 @@ EAGER_BACKWARD = 2.0     # eager autograd moves about twice the forward's elemen
 def _elementwise_bytes(model: ModelSpec, mbs, tp, cp, sp, w, fused: bool = True):
     "HBM bytes one layer's forward moves outside its matmuls, on one rank: norms and residuals (sharded only under"
     "sequence parallelism), the MLP's activation function and rotary embedding (sharded by tp); `fused`: as fused kernels do."
-    h = model.hidden
+    h, g = model.hidden, 1 if model.gated_mlp else 0
     sbh = np.asarray(mbs) * model.seq_len / np.asarray(cp) * h
     f = model.ffn_hidden * (max(model.top_k, 1) if model.is_moe else 1)
-    g = 1 if model.gated_mlp else 0
     if fused: rep, shard = ELEM_REPLICATED, (2 + g) * f / h                      # read f (2f gated), write f
     else: rep, shard = EAGER_REPLICATED, (4 + g) * f / h + (0 if model.learned_pos else 10 * (h + model.n_kv_heads * model.head_dim) / h)
     return w * sbh * (rep / np.where(sp, tp, 1) + shard / np.asarray(tp))
@@ -246,9 +247,7 @@ def _n_buckets(params, rw, bucket=ENGINE_BUCKET_BYTES):
 def _vec(f):
     "`f` over numpy arrays, each distinct scalar argument tuple computed once."
     cache = {}
-    def one(*a):
-        if a not in cache: cache[a] = float(f(*a))
-        return cache[a]
+    one = lambda *a: cache[a] if a in cache else cache.setdefault(a, float(f(*a)))
     return np.vectorize(one, otypes=[float])
 
 def _ct(op, S, g, profile=None, levels=(), flat=False, rph=None):
@@ -275,20 +274,21 @@ def _comm(model, C, mem, links, t, o):
     tp, ep, pp, v, zero, rc, sp = (C[k] for k in ("tp", "ep", "pp", "v", "zero", "rc", "sp"))
     Ls, m, Pd, Pe, sbh, a2a, w = (mem[k] for k in ("Ls", "m", "Pd", "Pe", "sbh", "a2a", "w"))
     ct = lambda op, S, ax, flat=False: _ct(op, S, links[ax], o["profile"], o["levels"], flat, o["rph"])
-    act, out = sbh * w, {}
+    act, out, k = sbh * w, {}, o.get("contention", 0.0)
+    X = lambda x, win: np.maximum(x - win, 0) + k * np.minimum(np.maximum(x, 0), win)   # exposed: beyond the window, and the slowdown
     tp_op = np.where(sp, ct("all_gather", act, "tp") + ct("reduce_scatter", act, "tp"), ct("all_reduce", act, "tp"))
     loss = np.where(sp, 2, 3) * ct("all_reduce", 4.0 * C["mbs"] * model.seq_len / C["cp"], "tp")   # the vocabulary-parallel
     tp_mb = (Ls * (4 + 2 * (rc == 2)) + 1) * tp_op + loss  # loss's max, target logit and sum of exps (2 under SP); per layer
                                                            # 2 forward + 2 backward (+2 re-run)
     tp_tail, ovl = tp_mb / (2 * np.maximum(tp, 1)), o["tp_overlap"] & (links["tp"]["level"] < o.get("scaleup", 1))   # overlapped in tp
-    out["tp"] = np.where(tp > 1, m * np.where(ovl, tp_tail + np.maximum(0, tp_mb - tp_tail - t["t_mm"]), tp_mb), 0)   # chunks, scale-up only
+    out["tp"] = np.where(tp > 1, m * np.where(ovl, tp_tail + X(tp_mb - tp_tail, t["t_mm"]), tp_mb), 0)   # chunks, scale-up only
     kv = 2 * C["mbs"] * model.seq_len * model.head_dim * np.maximum(model.n_kv_heads / tp, 1) * w
     ag, rs = ct("all_gather", kv, "cp"), ct("reduce_scatter", kv, "cp")
-    tc = t["t_core"]; cp_layer = np.maximum(0, ag - tc) * np.where(rc == 2, 2, 1) + np.maximum(0, ag + rs - 2 * tc)   # tc: one core pass
+    tc = t["t_core"]; cp_layer = X(ag, tc) * np.where(rc == 2, 2, 1) + X(ag + rs, 2 * tc)   # tc: one core pass
     out["cp"] = np.where(C["cp"] > 1, m * Ls * cp_layer, 0)
     p2p = ct("send_recv", act / tp, "pp")                 # Megatron's interleaved schedule overlaps each send with the next
     ovl = (C["sched"] == SCHEDULE_CODE["interleaved"]) & (o.get("engine") == "megatron")   # chunk's compute; the fill's are exposed
-    p2p_ovl = 2 * (pp - 1) * p2p + v * m * (np.maximum(0, p2p - t["t_fwd"] / v) + np.maximum(0, p2p - t["t_bwd"] / v))
+    p2p_ovl = 2 * (pp - 1) * p2p + v * m * (X(p2p, t["t_fwd"] / v) + X(p2p, t["t_bwd"] / v))
     out["pp"] = np.where(pp > 1, np.where(ovl, p2p_ovl, 2 * v * m * p2p), 0)
     rw = C.get("rw", w)                                     # bytes per gradient element in the reduction
     nbk = lambda P: _n_buckets(P, rw, o["bucket"])          # each bucket is its own all_reduce: pays its latency
@@ -298,8 +298,7 @@ def _comm(model, C, mem, links, t, o):
     z3f = o.get("zero3_flat", False)                        # ZeRO-3's per-layer gathers: NCCL's rings (FSDP's flat parameters),
     ag3 = ct("all_gather", w * Pd, "dp", z3f) + ct("all_gather", w * Pe, "edp", z3f)       # or one NIC each (DeepSpeed 2021)
     rs3 = ct("reduce_scatter", rw * Pd, "dp", z3f) + ct("reduce_scatter", rw * Pe, "edp", z3f)
-    hid = lambda x, win: x - o["hide"] * np.minimum(x, o["dp_overlap"] * win)   # what the window's compute cannot hide: a
-                                                           # profile's measured share of the shorter one (1 on accelerators)
+    hid = lambda x, win: x - o["hide"] * np.minimum(x, o["dp_overlap"] * win) if o["profile"] is not None else X(x, o["dp_overlap"] * win)   # a profile hides its measured share
     last = np.minimum(1.0, o["bucket"] / np.maximum(rw * (Pd + Pe), 1))   # the last bucket waits on the end of the backward
     tail = lambda x, win: last * x + hid((1 - last) * x, win)
     z1 = rs + ag if o.get("engine") == "supernode_nb" else tail(rs, t["t_bwd"]) + hid(ag, t["t_fwd"])   # this engine's ZeRO-1: after the backward
@@ -339,7 +338,7 @@ def collectives_per_step(model: ModelSpec, cfg: ParallelConfig) -> dict:
 
 def _costs(model: ModelSpec, C: dict, topo: Topology, links: dict, efficiency, dp_overlap: float = 1.0, allow_uneven: bool = False, *,
            dtype: str = "bf16", profile=None, tp_overlap=False, flash=True, fused=True, selective_mm=0.0, zero3_regather=True,
-           moe_host_s=None, cp_merge=True, zero3_flat=False, attention="native") -> dict:
+           moe_host_s=None, cp_merge=True, zero3_flat=False, attention="native", contention=None) -> dict:
     "Memory (first and last stage, by category) and step time (by part) of the configurations in columns `C`."
     if dtype == "fp8" and profile is not None:
         raise ValueError(f"dtype fp8: machine profile {getattr(profile, 'name', '')!r} measured no float8 matmuls; "
@@ -356,7 +355,8 @@ def _costs(model: ModelSpec, C: dict, topo: Topology, links: dict, efficiency, d
              selective_mm=selective_mm, regather=zero3_regather, engine=engine, moe_host_s=MOE_HOST_S if moe_host_s is None else moe_host_s, cp_merge=cp_merge,
              zero3_flat=zero3_flat, attn_slow=attention_slowdown(topo.chip, attention) if profile is None else 1.0,
              bucket=ENGINE_BUCKET_BYTES if engine == "supernode_nb" else DDP_BUCKET_BYTES,
-             levels=[l.name for l in topo.levels], scaleup=sum(l.scope != "cluster" for l in topo.levels))
+             levels=[l.name for l in topo.levels], scaleup=sum(l.scope != "cluster" for l in topo.levels), contention=(OVERLAP_CONTENTION
+             if profile is None else 0.0) if contention is None else contention)   # a profile measures its own overlap
     if dtype == "fp8": o["rate8"] = peak_tflops(topo.chip, "fp8")[0] * 1e12 * np.asarray(efficiency, dtype=float)
     t = _compute(model, C, c, mem, rate, hbm, o)
     comm = _comm(model, C, mem, links, t, o)
