@@ -101,25 +101,29 @@ def _process_figures(m: ModelSpec, rate: float, mem: float, samples: int, device
     flops = step_flops(m, 1)[0]
     op_s = max(t_fb - flops / (rate * 1e12), 0.0) / n["fwd_bwd"][0]
     opt_op_s = max(t_opt - 28 * params / (mem * 1e9), 0.0) / n["optimizer"][0]
-    rc = _recompute_figures(m, gpt, fb, t_fb, n["fwd_bwd"][0], rate, samples)
+    rc = _recompute_figures(m, gpt, fb, n["fwd_bwd"][0], rate, samples)
     return dict(op_s=op_s, opt_op_s=opt_op_s, step_s=t_data, microbatch_s=t_mb, region_s=rc.pop("region_s"),
                 recompute_op_s=rc.pop("recompute_op_s"),
                 detail=dict(fwd_bwd_s=t_fb, fwd_bwd_ops=n["fwd_bwd"][0], fwd_bwd_flops=flops, optimizer_s=t_opt,
                             optimizer_ops=n["optimizer"][0], params=params, **rc))
 
-def _recompute_figures(m: ModelSpec, gpt, fb, t_fb: float, ops: int, rate: float, samples: int) -> dict:
+def _recompute_figures(m: ModelSpec, gpt, fb, ops: int, rate: float, samples: int, rounds: int = 3) -> dict:
     "The checkpoint machinery's cost per region and per re-run operator: forward + backward timed under selective and full"
-    "recompute (one region per layer each; full re-runs the layer's operators and FLOPs, selective the attention core's)."
+    "recompute (one region per layer each; full re-runs the layer's operators and FLOPs, selective the attention core's),"
+    "each against the plain forward + backward timed just before it, in `rounds` interleaved rounds (the median of each)."
     from supernode_nb.parallel.model import set_recompute
     from supernode_nb.cost.costmodel import step_flops
-    extra = {}
-    try:
-        for mode in ("selective", "full"):
-            set_recompute(gpt, mode)
-            t = _block_median(fb, samples, 4)
-            flops = step_flops(m, 1, mode)[1] - step_flops(m, 1)[0]
-            extra[mode] = (max(t - t_fb - flops / (rate * 1e12), 0.0), op_counts(m, recompute=mode)["fwd_bwd"][0] - ops)
+    diffs: dict = {"selective": [], "full": []}         # one round's time is one draw of this machine's drifting speed:
+    try:                                                # a difference of adjacent timings cancels most of the drift
+        for _ in range(rounds):
+            for mode in ("selective", "full"):
+                set_recompute(gpt, "none"); t0 = _block_median(fb, samples, 2)
+                set_recompute(gpt, mode); diffs[mode].append(_block_median(fb, samples, 2) - t0)
     finally: set_recompute(gpt, "none")
+    extra = {}
+    for mode, d in diffs.items():
+        flops = step_flops(m, 1, mode)[1] - step_flops(m, 1)[0]
+        extra[mode] = (max(statistics.median(d) - flops / (rate * 1e12), 0.0), op_counts(m, recompute=mode)["fwd_bwd"][0] - ops)
     (ts, ns), (tf, nf) = extra["selective"], extra["full"]
     per_op = max((tf - ts) / (nf - ns), 0.0) if nf > ns else 0.0      # two regimes, one region each per layer: the
     region = max((ts - ns * per_op) / m.layers, 0.0)                   # difference is the re-run operators
