@@ -10,7 +10,10 @@ probe: the calibration's reference forward + backward timed again), and from the
 measured steps; whether the predicted-best layout (tokens/s, per model) is within 10 % of the measured best; and
 the load average (the machine is shared: read the errors beside it).
 
-    python benchmarks/calibrate.py [--repeats 3] [--steps 8] [--skip 2] [--layouts "1 rank,dp2"] [--quick]
+With `--recalibrate`, each round of repeats after the first is priced with a calibration made just before it (this
+machine's speed drifts by up to 1.8x over minutes, and a calibration is a snapshot of one phase).
+
+    python benchmarks/calibrate.py [--repeats 3] [--steps 8] [--skip 2] [--layouts "1 rank,dp2"] [--quick] [--recalibrate]
 """
 import argparse, json, math, os, platform, statistics, subprocess, sys, time
 import torch
@@ -47,6 +50,7 @@ def main(argv=None):
     ap.add_argument("--skip", type=int, default=2)
     ap.add_argument("--quick", action="store_true", help="calibrate with --quick")
     ap.add_argument("--probe", action="store_true", help="scale the profile by a speed probe before each run")
+    ap.add_argument("--recalibrate", action="store_true", help="a fresh calibration before each round of repeats after the first")
     ap.add_argument("--layouts", default=None, help=f"comma-separated names from: {', '.join(LAYOUTS)}")
     a = ap.parse_args(argv)
     L = resolve_layouts(a.layouts.split(",") if a.layouts else None)
@@ -54,7 +58,8 @@ def main(argv=None):
     prof = calibrate(quick=a.quick, progress=lambda s: print(s, file=sys.stderr, flush=True))
     t_cal = time.monotonic() - t0
     progress = lambda n, r, m: print(f"{n} #{r}: {m['step_s'] * 1e3:.1f} ms (load {m['load_avg']})", file=sys.stderr, flush=True)
-    df = local_check(L, prof, repeats=a.repeats, steps=a.steps, skip=a.skip, progress=progress, probe=a.probe)
+    recal = (lambda: calibrate(quick=a.quick, progress=lambda s: print(s, file=sys.stderr, flush=True))) if a.recalibrate else None
+    df = local_check(L, prof, repeats=a.repeats, steps=a.steps, skip=a.skip, progress=progress, probe=a.probe, recalibrate=recal)
     s = summary(df)
     ae = s.step_error_pct.abs()
     parts = df[df.part != "step"].copy()
@@ -65,10 +70,11 @@ def main(argv=None):
     out = {"machine": {"cpus": os.cpu_count(), "cores": prof.devices, "torch": torch.__version__, "python": platform.python_version(),
                        "uptime_before": up0, "uptime_after": _uptime(), "calibrate_s": round(t_cal, 1),
                        "sweep_s": round(time.monotonic() - t0, 1)},
-           "settings": {"repeats": a.repeats, "steps": a.steps, "skip": a.skip, "threads_per_rank": 1,
+           "settings": {"repeats": a.repeats, "steps": a.steps, "skip": a.skip, "threads_per_rank": 1, "calibrations": df.attrs["calibrations"],
                         "measured": "median over interleaved repeats of (median over steps of the slowest rank's wall; rank-mean parts)",
                         "predicted_by": f"costmodel.estimate(profile={df.attrs['profile']}) via runtime.accuracy.predict"
-                                        + (", scaled by a speed probe (the calibration's reference forward+backward timed again) before each run" if a.probe else "")},
+                                        + (", scaled by a speed probe (the calibration's reference forward+backward timed again) before each run" if a.probe else "")
+                                        + (", each round after the first by a calibration made just before it; a layout's prediction the median of its runs'" if a.recalibrate else "")},
            "profile": {k: v for k, v in prof.to_dict().items() if k not in ("detail", "links")} | {"links": prof.links},
            "summary": {"layouts": len(s), "step_abs_error_pct": {"median": _r(ae.median(), 1), "max": _r(ae.max(), 1)},
                        "within_10pct": int((ae <= 10).sum()), "within_25pct": int((ae <= 25).sum()),
@@ -78,7 +84,7 @@ def main(argv=None):
     pe = s.profile_only_error_pct.abs()
     out["summary"]["profile_only"] = {"step_abs_error_pct": {"median": _r(pe.median(), 1), "max": _r(pe.max(), 1)},
                                       "kendall_tau": _r(kendall_tau(list(st.profile_only_s), list(st.measured_s)), 3),
-                                      "note": "the profile as calibrated, without the speed probe before each run"}
+                                      "note": "the first calibration alone, without the speed probe or later calibrations"}
     out["summary"]["slowdown_median"] = _r(st.slowdown.median(), 2)
     out["layouts"] = {}
     for name, g in df.groupby("layout", sort=False):

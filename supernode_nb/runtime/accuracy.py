@@ -110,13 +110,17 @@ def predict(model: ModelSpec, cfg: ParallelConfig, prof: MachineProfile) -> dict
                 bubble_s=b["bubble_s"] + b["comm_s"].get("pp", 0.0), other_s=b["other_s"], source=f"costmodel.estimate(profile={prof.name})")
 
 # %% ../../nbs/40_runtime/47_accuracy.ipynb #e4c7348e
-def _median_of(runs: list[dict]) -> dict:
-    "Part-by-part median of several `measure` results."
-    med = lambda f: statistics.median(f(r) for r in runs)
-    axes = sorted({a for r in runs for a in r["comm_s"]})
+def _part_medians(rs: list[dict]) -> dict:
+    "Part-by-part median of several step breakdowns (measured or predicted)."
+    med = lambda f: statistics.median(f(r) for r in rs)
+    axes = sorted({a for r in rs for a in r["comm_s"]})
     return dict(step_s=med(lambda r: r["step_s"]), compute_s=med(lambda r: r["compute_s"]), bubble_s=med(lambda r: r["bubble_s"]),
-                comm_s={a: med(lambda r: r["comm_s"].get(a, 0.0)) for a in axes}, other_s=med(lambda r: r["other_s"]),
-                steps=sum(r["steps"] for r in runs), repeats=len(runs), load_avg=round(statistics.mean(r["load_avg"] for r in runs), 2),
+                comm_s={a: med(lambda r: r["comm_s"].get(a, 0.0)) for a in axes}, other_s=med(lambda r: r["other_s"]))
+
+def _median_of(runs: list[dict]) -> dict:
+    "Part-by-part median of several `measure` results, with their steps, load and spread."
+    return dict(_part_medians(runs), steps=sum(r["steps"] for r in runs), repeats=len(runs),
+                load_avg=round(statistics.mean(r["load_avg"] for r in runs), 2),
                 step_spread_pct=round(100 * (max(r["step_s"] for r in runs) / min(r["step_s"] for r in runs) - 1), 1))
 
 # %% ../../nbs/40_runtime/47_accuracy.ipynb #ab490be8
@@ -141,27 +145,33 @@ def kendall_tau(x, y) -> float:
 
 # %% ../../nbs/40_runtime/47_accuracy.ipynb #af61ae61
 def local_check(layouts=None, prof: MachineProfile | None = None, repeats: int = 3, steps: int = 8, skip: int = 2,
-                progress=None, timeout_s: float = 300.0, probe: bool = False):
+                progress=None, timeout_s: float = 300.0, probe: bool = False,
+                recalibrate=None):   # () -> MachineProfile: a fresh calibration before each round after the first
     """Predicted vs measured breakdown of each layout here (DataFrame, one row per layout × part); interleaved repeats.
 
     With `probe`, each run is predicted from the profile scaled to the machine's speed just before it
-    (`calibrate.speed_probe`), and `profile_only_s` keeps the prediction from the profile as measured."""
+    (`calibrate.speed_probe`). With `recalibrate`, each round after the first is priced with a profile measured just
+    before it (this machine's speed drifts over minutes; a calibration is one phase's), and a layout's prediction is
+    the median of its runs' predictions. `profile_only_s` keeps the prediction from `prof` alone."""
     import pandas as pd
     from supernode_nb.runtime.calibrate import calibrate, speed_probe
     L = resolve_layouts(layouts)
     if steps <= skip: raise ValueError(f"steps={steps} must exceed skip={skip} (the warm-up steps left out)")
     prof = prof or calibrate()
     runs: dict[str, list] = {n: [] for n in L}
+    profs = [prof]
     for r in range(repeats):
+        if r and recalibrate is not None: profs.append(recalibrate())
         for name, (model, cfg) in L.items():
             if probe: settle()                      # the last run's ranks gone, as `measure` waits before its run
             k = speed_probe(prof) if probe else 1.0
-            runs[name].append(dict(measure(model, cfg, steps, skip, timeout_s), slowdown=k))
+            runs[name].append(dict(measure(model, cfg, steps, skip, timeout_s), slowdown=k, priced_by=profs[-1]))
             if progress is not None: progress(name, r, runs[name][-1])
     rows = []
     for name, (model, cfg) in L.items():
         meas, k = _median_of(runs[name]), statistics.median(x["slowdown"] for x in runs[name])
-        pred, base = predict(model, cfg, prof.scaled(k)), predict(model, cfg, prof)
+        pred = _part_medians([predict(model, cfg, x["priced_by"].scaled(x["slowdown"])) for x in runs[name]])
+        base = predict(model, cfg, prof)
         b = {r["part"]: r["predicted_s"] for r in compare(base, meas)}
         for r in compare(pred, meas):
             rows.append(dict(layout=name, model=model.name, world=cfg.world_size, gbs=cfg.gbs, **r, profile_only_s=b.get(r["part"], math.nan),
@@ -169,7 +179,7 @@ def local_check(layouts=None, prof: MachineProfile | None = None, repeats: int =
                              repeats=meas["repeats"], step_spread_pct=meas["step_spread_pct"]))
     df = pd.DataFrame(rows)
     for col in ("profile_only",): df[f"{col}_error_pct"] = 100 * (df[f"{col}_s"] / df.measured_s - 1)
-    df.attrs["profile"] = prof.name
+    df.attrs["profile"], df.attrs["calibrations"] = prof.name, len(profs)
     return df
 
 def summary(df):
