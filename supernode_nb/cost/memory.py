@@ -7,11 +7,12 @@ Docs: https://supernode-nb.github.io/supernode_nb/10_cost/memory.html.md"""
 # %% ../../nbs/10_cost/15_memory.ipynb #e95ef147
 from __future__ import annotations
 import numpy as np
+from statistics import NormalDist
 from ..foundation.config import ModelSpec
 
 # %% auto #0
 __all__ = ['SCHEDULE_CODE', 'RECOMPUTE_CODE', 'DTYPE_BYTES', 'CATEGORIES', 'DDP_BUCKET_BYTES', 'step_flops',
-           'activation_bytes_per_layer', 'engine_activation_bytes_per_layer', 'in_flight']
+           'activation_bytes_per_layer', 'fullest_share', 'engine_activation_bytes_per_layer', 'in_flight']
 
 # %% ../../nbs/10_cost/15_memory.ipynb #5b571358
 SCHEDULE_CODE = {"gpipe": 0, "1f1b": 1, "interleaved": 2, "zb-h1": 3}   # zb-h1: zero-bubble H1 (Qi et al. 2023)
@@ -61,6 +62,14 @@ def activation_bytes_per_layer(model: ModelSpec, micro_batch, tp=1, cp=1, sequen
     return np.select([rc == 0, rc == 1], [none, sel], full) * model.bytes_per_param / 2
 
 # %% ../../nbs/10_cost/15_memory.ipynb #a2e70bac
+def fullest_share(ep,   # expert-parallel ranks
+                  n):   # expert assignments one rank dispatches per micro-batch (tokens × top-k)
+    "What the fullest of `ep` ranks receives over the mean when a uniform router spreads `n` assignments: the expected"
+    "largest of `ep` binomial shares (normal approximation; Blom's expected maximum of `ep` normals). 1 without ep."
+    ep, n = np.asarray(ep, dtype=float), np.maximum(np.asarray(n, dtype=float), 1)
+    z = np.vectorize(lambda k: NormalDist().inv_cdf((k - 0.375) / (k + 0.25)) if k > 1 else 0.0, otypes=[float])(ep)
+    return 1 + z * np.sqrt(np.maximum(ep - 1, 0) / n)
+
 def engine_activation_bytes_per_layer(model: ModelSpec, micro_batch, tp=1, cp=1, sequence_parallel=False, recompute="none", w=4,
                                       ep=1):   # expert-parallel degree: an expert-parallel MoE also keeps what it dispatched and received
     "Bytes of activations one layer keeps per micro-batch in this package's engine (no dropout, SDPA attention); broadcastable."
@@ -69,7 +78,8 @@ def engine_activation_bytes_per_layer(model: ModelSpec, micro_batch, tp=1, cp=1,
     sbh = np.asarray(micro_batch) * model.seq_len / np.asarray(cp, dtype=float) * model.hidden
     f = model.ffn_hidden / model.hidden
     routed = (np.asarray(ep) > 1) | (t > 1)                  # parallel.ep's layer: sent and received copies of each assignment
-    mlp = max(model.top_k, 1) * (np.where(routed, 3, 2) + 2 * f) if model.is_moe else (3 if model.gated_mlp else 2) * f
+    k = max(model.top_k, 1)                                   # the fullest rank's experts hold more than the mean
+    mlp = k * (routed + (2 + 2 * f) * fullest_share(ep, sbh / model.hidden * k)) if model.is_moe else (3 if model.gated_mlp else 2) * f
     rep = np.where(sp, 2 / t + 2, 4)                          # norms' inputs split under SP; the gathered inputs of qkv and fc1 are kept
     none = sbh * (rep + (4 + mlp) / t)
     full = sbh / np.where(sp, t, 1)
@@ -127,5 +137,6 @@ def _memory(model: ModelSpec, C: dict, c: dict, allow_uneven: bool, w=None,
            + np.where(sp, sbh * w, 0) + 2 * a2a + np.where(pp > 1, 2 * sbh * w / tp, 0))
     first = dict(states(Pd_first), activations=Ls * act * in_flight(sched, pp, m, v, "first") + emb_act + work + np.where(pp == 1, out_act, 0),
                  comm_buffers=buf)
-    last = dict(states(Pd_last), activations=Ls * act * in_flight(sched, pp, m, v, "last") + out_act + work, comm_buffers=buf)
+    last = dict(states(Pd_last), activations=Ls * act * in_flight(sched, pp, m, v, "last") + out_act * in_flight(sched, pp, m, v, "last") + work,
+                comm_buffers=buf)
     return first, last, dict(Ls=Ls, m=m, D=D, edp=edp, Pd=np.maximum(Pd_first, Pd_last), Pe=Pe, sbh=sbh, a2a=a2a, w=w)
