@@ -62,6 +62,17 @@ def test_1f1b_memory_and_comm_cost():
     assert n_msgs(make_schedule("interleaved", p, m, 2)) == 2 * n_msgs(make_schedule("1f1b", p, m)) + 2 * m
 
 
+@pytest.mark.parametrize("kind,p,v,m", [("gpipe", 4, 1, 8), ("1f1b", 4, 1, 8), ("1f1b", 4, 1, 2), ("zb-h1", 4, 1, 8),
+                                         ("interleaved", 2, 2, 4), ("interleaved", 4, 2, 16), ("interleaved", 4, 3, 8), ("interleaved", 4, 2, 4)])
+def test_cost_model_in_flight_is_the_schedules(kind, p, v, m):
+    "The micro-batches (stages' worth) the cost model's memory holds on the first and last stage are the simulator's peak chunks / v."
+    from supernode_nb.cost.memory import in_flight
+    tl = simulate(make_schedule(kind, p, m, v) if kind == "interleaved" else make_schedule(kind, p, m))
+    for stage, s in (("first", 0), ("last", p - 1)):
+        if kind == "zb-h1" and stage == "last": continue   # its later stages hold micro-batches waiting only for their weight
+        assert abs(in_flight(kind, p, m, v, stage) - tl.peak_in_flight(s) / v) < 1e-9, (stage, tl.peak_in_flight(s))   # gradients
+
+
 def test_simulate_with_comm_latency():
     "With t_comm > 0 each stage boundary adds latency: GPipe's makespan grows by 2(p-1)·t_comm."
     p, m = 4, 6

@@ -89,11 +89,11 @@ def engine_activation_bytes_per_layer(model: ModelSpec, micro_batch, tp=1, cp=1,
 def in_flight(schedule, pp, m, v=1, stage: str = "first"):
     "Micro-batches whose activations a pipeline stage holds at peak (first or last stage); numpy-broadcastable."
     sc = _code(schedule, SCHEDULE_CODE, "schedule")
-    pp, m = np.asarray(pp, dtype=float), np.asarray(m, dtype=float)
-    il = 1 + (pp - 1) / (pp * np.maximum(m, 1))
-    zb1 = (sc == 1) | (sc == 3)                      # zb-h1 holds what 1F1B holds
-    first = np.select([pp <= 1, sc == 0, zb1], [1.0, m, np.minimum(pp, m)], pp * il)
-    last = np.select([pp <= 1, sc == 0, zb1], [1.0, m, 1.0], il)
+    pp, m, v = np.asarray(pp, dtype=float), np.asarray(m, dtype=float), np.maximum(np.asarray(v, dtype=float), 1)
+    chunks = lambda r: np.minimum(2 * (pp - r - 1) + (v - 1) * pp + 1, m * v) / v   # interleaved: Megatron's warm-up of
+    zb1 = (sc == 1) | (sc == 3)                      # 2(p − r − 1) + (v − 1)p chunk forwards, then one more; zb-h1 holds what 1F1B holds
+    first = np.select([pp <= 1, sc == 0, zb1], [1.0, m, np.minimum(pp, m)], chunks(0))
+    last = np.select([pp <= 1, sc == 0, zb1], [1.0, m, 1.0], chunks(pp - 1))
     return first if stage == "first" else last
 
 # %% ../../nbs/10_cost/15_memory.ipynb #c4c54868

@@ -104,6 +104,8 @@ CASES = {
     "tp2 sp selective":   ("tiny-gpt", _P(tp=2, global_batch_size=2, sequence_parallel=True, recompute="selective")),
     "pp2 gpipe m4":       ("tiny-gpt", _P(pp=2, global_batch_size=4, schedule="gpipe")),
     "pp2 1f1b m4":        ("tiny-gpt", _P(pp=2, global_batch_size=4)),
+    "pp2 interleaved m4": ("tiny-gpt", _P(pp=2, global_batch_size=4, schedule="interleaved", virtual_stages=2)),
+    "pp2 zb-h1 m4":       ("tiny-gpt", _P(pp=2, global_batch_size=4, schedule="zb-h1")),
     "dp2 zero0":          ("tiny-gpt", _P(dp=2, global_batch_size=4)),
     "dp2 zero1":          ("tiny-gpt", _P(dp=2, global_batch_size=4, zero=1)),
     "moe ep2":            ("tiny-moe", _P(dp=2, ep=2, global_batch_size=4)),
