@@ -137,6 +137,5 @@ def _memory(model: ModelSpec, C: dict, c: dict, allow_uneven: bool, w=None,
            + np.where(sp, sbh * w, 0) + 2 * a2a + np.where(pp > 1, 2 * sbh * w / tp, 0))
     first = dict(states(Pd_first), activations=Ls * act * in_flight(sched, pp, m, v, "first") + emb_act + work + np.where(pp == 1, out_act, 0),
                  comm_buffers=buf)
-    last = dict(states(Pd_last), activations=Ls * act * in_flight(sched, pp, m, v, "last") + out_act * in_flight(sched, pp, m, v, "last") + work,
-                comm_buffers=buf)
+    last = dict(states(Pd_last), activations=(Ls * act + out_act) * in_flight(sched, pp, m, v, "last") + work, comm_buffers=buf)
     return first, last, dict(Ls=Ls, m=m, D=D, edp=edp, Pd=np.maximum(Pd_first, Pd_last), Pe=Pe, sbh=sbh, a2a=a2a, w=w)

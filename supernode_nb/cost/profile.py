@@ -63,6 +63,22 @@ def share(self: MachineProfile, ranks_per_host: int = 1,   # ranks running on th
         return float(self.shares[k]) * min(1.0, self.devices / n) / min(1.0, self.devices / int(k)) * self._busy(n)
     return min(1.0, self.devices / n) * self._busy(n)
 
+@patch
+def contended(self: MachineProfile, lockstep: int,   # ranks that compute together (a tp × cp × ep group; all of them without one)
+              ranks_per_host: int,                     # ranks on the host
+              busy_s: float,                           # a rank's compute and own work, priced with all ranks busy
+              waiting_s: float) -> float:              # its step beside that: collectives, bubble
+    "Factor on compute priced with every rank busy when only a group of `lockstep` ranks computes together and the others"
+    "wait in collectives a share of the step: the ranks busy at once are lockstep + (others) × their busy share u, and a"
+    "rank gets the share of a core that many ranks get (1/share interpolated between whole counts)."
+    n, L = int(ranks_per_host), max(int(lockstep), 1)
+    if n <= L: return 1.0
+    sn, sL = self.share(n), self.share(L)
+    u = busy_s * sn / sL / max(busy_s * sn / sL + waiting_s, 1e-12)   # busy share of the step with the group's cores alone
+    x = L + (n - L) * u; lo = int(x); hi = min(lo + 1, n)
+    inv = (hi - x) / self.share(lo) + (x - lo) / self.share(hi) if hi > lo else 1 / self.share(lo)
+    return sn * inv
+
 def left_by(cores: int,          # cores on the host
             background: float,  # cores other processes keep busy
             n: int) -> float:    # busy ranks sharing the rest

@@ -100,7 +100,7 @@ def peak_tflops(chip,                # a `topology.Chip`
     return chip.tflops_bf16 * FP32_RATIO_ASSUMED, f"assumed: 1/{round(1 / FP32_RATIO_ASSUMED)} of the bf16 peak"
 
 EFFICIENCY: dict[str, float] = {   # chip name -> matmul efficiency, fitted to published runs (`published`)
-    "H100 SXM": 0.635, "A100 80GB SXM": 0.67, "H100 96GB HBM2e (500 W)": 0.55, "B200 (GB200)": 0.615}
+    "H100 SXM": 0.64, "A100 80GB SXM": 0.675, "H100 96GB HBM2e (500 W)": 0.555, "B200 (GB200)": 0.615}
 
 def efficiency_for(chip, efficiency: float | None = None) -> tuple[float, str]:
     "(efficiency, where it came from) for `chip`: the given value, the fitted one, or the fitted mean."
@@ -361,24 +361,24 @@ def _costs(model: ModelSpec, C: dict, topo: Topology, links: dict, efficiency, d
     t = _compute(model, C, c, mem, rate, hbm, o)
     comm = _comm(model, C, mem, links, t, o)
     sc, pp, v, m = C["sched"], C["pp"], C["v"], mem["m"]
-    penalty = 0.0
-    if profile is not None:                                 # compute a rank loses after each blocking collective
-        n_mb, n_step = blocking_collectives(model, C, mem)
-        penalty = _vec(lambda r: profile.penalty(int(r)))(rph) * (m * n_mb + n_step)
-    bubble = np.select([pp <= 1, sc == SCHEDULE_CODE["zb-h1"]], [0.0, (pp - 1) / 3 * t["t_mb"]], (pp - 1) / v * t["t_mb"])
+    n_mb, n_step = blocking_collectives(model, C, mem)      # with a profile: compute a rank loses after each blocking collective
+    penalty = 0.0 if profile is None else _vec(lambda r: profile.penalty(int(r)))(rph) * (m * n_mb + n_step)
+    mb_comm, g = (comm["tp"] + comm["cp"] + comm["ep"]) / np.maximum(m, 1), C["tp"] * C["cp"] * C["ep"]   # a stage's micro-batch: compute + collectives
+    bub = lambda t_: np.select([pp <= 1, sc == SCHEDULE_CODE["zb-h1"]], [0.0, (pp - 1) / 3], (pp - 1) / v) * (t_["t_mb"] + mb_comm); bubble = bub(t)
     local = np.where(C["zero"] >= 1, mem["Pd"] / mem["D"] + mem["Pe"] / mem["edp"], mem["Pd"] + mem["Pe"])
     other = 28 * local / (hbm * 1e9 * HBM_EFFICIENCY) if profile is None else (
         _vec(lambda p, n, r: profile.optimizer_s(p, n_ops=int(n), ranks_per_host=int(r)))(local, engine_ops(model, mem["Ls"], C["ep"], C["rc"])["optimizer"], o["rph"])
         + _vec(lambda mm, r: profile.executor_s(int(mm), int(r)))(m, o["rph"]))
-    if profile is not None:                                 # this engine's DDP: per step, each tensor's gradient flattened
-        ddp = (mem["D"] > 1) & (C["zero"] == 0)             # into its bucket from a hook, then copied back (see above)
-        n_t = engine_tensors(model, mem["Ls"], C["ep"], pp)
+    if profile is not None:   # this engine's DDP: per step, each tensor's gradient flattened into its bucket from a hook, then copied back (see above)
+        ddp, n_t = (mem["D"] > 1) & (C["zero"] == 0), engine_tensors(model, mem["Ls"], C["ep"], pp)
         n_b = _n_buckets(mem["Pd"], C.get("rw", w), o["bucket"]) + np.where(mem["Pe"] > 0, _n_buckets(mem["Pe"], C.get("rw", w), o["bucket"]), 0)
         penalty = penalty + ddp * _vec(lambda n, r: profile.compute_s(0.0, ranks_per_host=int(r), n_ops=int(n)))(n_t + 2 * n_b, rph)
         other = other + ddp * _vec(lambda n, r: profile.optimizer_s(0.0, n_ops=int(n), ranks_per_host=int(r)))(3 * n_t, rph)
+    if profile is not None:   # a tp·cp·ep group computes together; the others wait in their collectives, leaving it their cores
+        k = _vec(lambda L, r, b, x: profile.contended(int(L), int(r), b, x))(np.where(g > 1, g, rph), rph, m * t["t_mb"] + penalty + other, sum(comm.values()) + bubble)
+        t, penalty = dict(t, t_mb=t["t_mb"] * k), penalty * k; bubble = bub(t)
     tf, tl = sum(first.values()), sum(last.values())
-    compute = m * t["t_mb"] + penalty                       # ranks sharing cores are priced all busy (closer to the
-                                                            # runs than crediting a blocked rank's core to the others)
+    compute = m * t["t_mb"] + penalty
     step = compute + bubble + other + sum(comm.values())
     world = C["tp"] * C["cp"] * C["dp"] * C["pp"]
     mf, _ = step_flops(model, C["gbs"])

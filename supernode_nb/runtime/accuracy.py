@@ -164,7 +164,7 @@ def local_check(layouts=None, prof: MachineProfile | None = None, repeats: int =
         if r and recalibrate is not None: profs.append(recalibrate())
         for name, (model, cfg) in L.items():
             if probe: settle()                      # the last run's ranks gone, as `measure` waits before its run
-            k = speed_probe(prof) if probe else 1.0
+            k = speed_probe(profs[-1]) if probe else 1.0
             runs[name].append(dict(measure(model, cfg, steps, skip, timeout_s), slowdown=k, priced_by=profs[-1]))
             if progress is not None: progress(name, r, runs[name][-1])
     rows = []
