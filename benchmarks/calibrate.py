@@ -55,11 +55,12 @@ def main(argv=None):
     a = ap.parse_args(argv)
     L = resolve_layouts(a.layouts.split(",") if a.layouts else None)
     up0, t0 = _uptime(), time.monotonic()
-    prof = calibrate(quick=a.quick, progress=lambda s: print(s, file=sys.stderr, flush=True))
+    cal = lambda: calibrate(quick=a.quick, progress=lambda s: print(s, file=sys.stderr, flush=True))
+    prof = cal()
     t_cal = time.monotonic() - t0
     progress = lambda n, r, m: print(f"{n} #{r}: {m['step_s'] * 1e3:.1f} ms (load {m['load_avg']})", file=sys.stderr, flush=True)
-    recal = (lambda: calibrate(quick=a.quick, progress=lambda s: print(s, file=sys.stderr, flush=True))) if a.recalibrate else None
-    df = local_check(L, prof, repeats=a.repeats, steps=a.steps, skip=a.skip, progress=progress, probe=a.probe, recalibrate=recal)
+    df = local_check(L, prof, repeats=a.repeats, steps=a.steps, skip=a.skip, progress=progress, probe=a.probe,
+                     recalibrate=cal if a.recalibrate else None)
     s = summary(df)
     ae = s.step_error_pct.abs()
     parts = df[df.part != "step"].copy()

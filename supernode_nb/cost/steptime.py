@@ -364,19 +364,19 @@ def _costs(model: ModelSpec, C: dict, topo: Topology, links: dict, efficiency, d
     n_mb, n_step = blocking_collectives(model, C, mem)      # with a profile: compute a rank loses after each blocking collective
     penalty = 0.0 if profile is None else _vec(lambda r: profile.penalty(int(r)))(rph) * (m * n_mb + n_step)
     mb_comm, g = (comm["tp"] + comm["cp"] + comm["ep"]) / np.maximum(m, 1), C["tp"] * C["cp"] * C["ep"]   # a stage's micro-batch: compute + collectives
-    bub = lambda t_: np.select([pp <= 1, sc == SCHEDULE_CODE["zb-h1"]], [0.0, (pp - 1) / 3], (pp - 1) / v) * (t_["t_mb"] + mb_comm); bubble = bub(t)
+    bub = lambda t_: np.select([pp <= 1, sc == SCHEDULE_CODE["zb-h1"]], [0.0, (pp - 1) / 3], (pp - 1) / v) * (t_["t_mb"] + mb_comm)
+    bubble = bub(t)
     local = np.where(C["zero"] >= 1, mem["Pd"] / mem["D"] + mem["Pe"] / mem["edp"], mem["Pd"] + mem["Pe"])
     other = 28 * local / (hbm * 1e9 * HBM_EFFICIENCY) if profile is None else (
         _vec(lambda p, n, r: profile.optimizer_s(p, n_ops=int(n), ranks_per_host=int(r)))(local, engine_ops(model, mem["Ls"], C["ep"], C["rc"])["optimizer"], o["rph"])
         + _vec(lambda mm, r: profile.executor_s(int(mm), int(r)))(m, o["rph"]))
-    if profile is not None:   # this engine's DDP: per step, each tensor's gradient flattened into its bucket from a hook, then copied back (see above)
+    if profile is not None:   # this engine's DDP: each tensor's gradient flattened into its bucket, then copied back (see above);
         ddp, n_t = (mem["D"] > 1) & (C["zero"] == 0), engine_tensors(model, mem["Ls"], C["ep"], pp)
         n_b = _n_buckets(mem["Pd"], C.get("rw", w), o["bucket"]) + np.where(mem["Pe"] > 0, _n_buckets(mem["Pe"], C.get("rw", w), o["bucket"]), 0)
         penalty = penalty + ddp * _vec(lambda n, r: profile.compute_s(0.0, ranks_per_host=int(r), n_ops=int(n)))(n_t + 2 * n_b, rph)
         other = other + ddp * _vec(lambda n, r: profile.optimizer_s(0.0, n_ops=int(n), ranks_per_host=int(r)))(3 * n_t, rph)
-    if profile is not None:   # a tp·cp·ep group computes together; the others wait in their collectives, leaving it their cores
         k = _vec(lambda L, r, b, x: profile.contended(int(L), int(r), b, x))(np.where(g > 1, g, rph), rph, m * t["t_mb"] + penalty + other, sum(comm.values()) + bubble)
-        t, penalty = dict(t, t_mb=t["t_mb"] * k), penalty * k; bubble = bub(t)
+        t, penalty = dict(t, t_mb=t["t_mb"] * k), penalty * k; bubble = bub(t)   # and a tp·cp·ep group's compute at the ranks busy at once
     tf, tl = sum(first.values()), sum(last.values())
     compute = m * t["t_mb"] + penalty
     step = compute + bubble + other + sum(comm.values())
