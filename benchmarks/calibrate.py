@@ -5,15 +5,19 @@ costs, share of a core per world size, gloo alpha-beta and hand-off latency per 
 layout of `runtime.accuracy.LAYOUTS` (>= 12: dense and MoE, pp with m = 2..8, tp, dp, ZeRO-1, recompute, SP; tiny
 models, <= 8 ranks) predicts the step breakdown with `costmodel.estimate(profile=...)` and measures it: medians over steps, then the
 median over `--repeats` interleaved repeats. Prints one JSON document: per layout predicted / measured step and
-parts (ms) and errors — predicted from the profile scaled to the machine's speed just before each run (a speed
-probe: the calibration's reference forward + backward timed again), and from the profile alone; median / max |step error|; median |error| per part; Kendall tau between predicted and
+parts (ms) and errors — predicted from the profile (with `--probe`, scaled to the machine's speed just before each
+run: the calibration's reference forward + backward timed again), and from the first profile alone; median / max
+|step error|; median |error| per part; Kendall tau between predicted and
 measured steps; whether the predicted-best layout (tokens/s, per model) is within 10 % of the measured best; and
 the load average (the machine is shared: read the errors beside it).
 
 With `--recalibrate`, each round of repeats after the first is priced with a calibration made just before it (this
 machine's speed drifts by up to 1.8x over minutes, and a calibration is a snapshot of one phase).
 
-    python benchmarks/calibrate.py [--repeats 3] [--steps 8] [--skip 2] [--layouts "1 rank,dp2"] [--quick] [--recalibrate]
+With `--max-repeats N` (default 5), a layout whose runs still differ by more than `--unstable-pct` (default 50 %:
+slowest / fastest - 1) after the first rounds gets further interleaved rounds, up to N runs.
+
+    python benchmarks/calibrate.py [--repeats 3] [--max-repeats 5] [--steps 8] [--skip 2] [--layouts "1 rank,dp2"] [--quick] [--recalibrate]
 """
 import argparse, json, math, os, platform, statistics, subprocess, sys, time
 import torch
@@ -46,6 +50,8 @@ def _best(df, col):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--max-repeats", type=int, default=5, help="up to this many runs for a layout whose runs disagree")
+    ap.add_argument("--unstable-pct", type=float, default=50.0, help="... by more than this (slowest / fastest - 1, %%)")
     ap.add_argument("--steps", type=int, default=8)
     ap.add_argument("--skip", type=int, default=2)
     ap.add_argument("--quick", action="store_true", help="calibrate with --quick")
@@ -60,7 +66,7 @@ def main(argv=None):
     t_cal = time.monotonic() - t0
     progress = lambda n, r, m: print(f"{n} #{r}: {m['step_s'] * 1e3:.1f} ms (load {m['load_avg']})", file=sys.stderr, flush=True)
     df = local_check(L, prof, repeats=a.repeats, steps=a.steps, skip=a.skip, progress=progress, probe=a.probe,
-                     recalibrate=cal if a.recalibrate else None)
+                     recalibrate=cal if a.recalibrate else None, max_repeats=max(a.max_repeats, a.repeats), unstable_pct=a.unstable_pct)
     s = summary(df)
     ae = s.step_error_pct.abs()
     parts = df[df.part != "step"].copy()
@@ -71,7 +77,7 @@ def main(argv=None):
     out = {"machine": {"cpus": os.cpu_count(), "cores": prof.devices, "torch": torch.__version__, "python": platform.python_version(),
                        "uptime_before": up0, "uptime_after": _uptime(), "calibrate_s": round(t_cal, 1),
                        "sweep_s": round(time.monotonic() - t0, 1)},
-           "settings": {"repeats": a.repeats, "steps": a.steps, "skip": a.skip, "threads_per_rank": 1, "calibrations": df.attrs["calibrations"],
+           "settings": {"repeats": a.repeats, "max_repeats": max(a.max_repeats, a.repeats), "unstable_pct": a.unstable_pct, "runs": df.attrs["runs"], "steps": a.steps, "skip": a.skip, "threads_per_rank": 1, "calibrations": df.attrs["calibrations"],
                         "measured": "median over interleaved repeats of (median over steps of the slowest rank's wall; rank-mean parts)",
                         "predicted_by": f"costmodel.estimate(profile={df.attrs['profile']}) via runtime.accuracy.predict"
                                         + (", scaled by a speed probe (the calibration's reference forward+backward timed again) before each run" if a.probe else "")
@@ -90,7 +96,7 @@ def main(argv=None):
     out["layouts"] = {}
     for name, g in df.groupby("layout", sort=False):
         r0 = g[g.part == "step"].iloc[0]
-        out["layouts"][name] = {"model": r0.model, "world": int(r0.world), "load_avg": _r(r0.load_avg, 2), "step_spread_pct": _r(r0.step_spread_pct, 1),
+        out["layouts"][name] = {"model": r0.model, "world": int(r0.world), "load_avg": _r(r0.load_avg, 2), "runs": int(r0.repeats), "step_spread_pct": _r(r0.step_spread_pct, 1),
                                 "slowdown": _r(r0.slowdown, 2),
                                 "parts": {r.part: {"predicted_ms": _r(r.predicted_s * 1e3), "measured_ms": _r(r.measured_s * 1e3),
                                                    "error_pct": _r(r.error_pct, 1), "profile_only_ms": _r(r.profile_only_s * 1e3)}

@@ -121,7 +121,11 @@ def _median_of(runs: list[dict]) -> dict:
     "Part-by-part median of several `measure` results, with their steps, load and spread."
     return dict(_part_medians(runs), steps=sum(r["steps"] for r in runs), repeats=len(runs),
                 load_avg=round(statistics.mean(r["load_avg"] for r in runs), 2),
-                step_spread_pct=round(100 * (max(r["step_s"] for r in runs) / min(r["step_s"] for r in runs) - 1), 1))
+                step_spread_pct=round(_spread_pct(runs), 1))
+
+def _spread_pct(runs: list[dict]) -> float:
+    "How far apart `measure` results are: slowest step / fastest − 1, in %."
+    return 100 * (max(r["step_s"] for r in runs) / min(r["step_s"] for r in runs) - 1)
 
 # %% ../../nbs/40_runtime/47_accuracy.ipynb #ab490be8
 def compare(pred: dict, meas: dict) -> list[dict]:
@@ -146,27 +150,40 @@ def kendall_tau(x, y) -> float:
 # %% ../../nbs/40_runtime/47_accuracy.ipynb #af61ae61
 def local_check(layouts=None, prof: MachineProfile | None = None, repeats: int = 3, steps: int = 8, skip: int = 2,
                 progress=None, timeout_s: float = 300.0, probe: bool = False,
-                recalibrate=None):   # () -> MachineProfile: a fresh calibration before each round after the first
+                recalibrate=None,    # () -> MachineProfile: a fresh calibration before each round after the first
+                max_repeats: int | None = None,   # extra rounds, up to this many runs, for the layouts whose runs disagree
+                unstable_pct: float = 50.0):      # ... by more than this: slowest / fastest − 1, %
     """Predicted vs measured breakdown of each layout here (DataFrame, one row per layout × part); interleaved repeats.
 
     With `probe`, each run is predicted from the profile scaled to the machine's speed just before it
     (`calibrate.speed_probe`). With `recalibrate`, each round after the first is priced with a profile measured just
     before it (this machine's speed drifts over minutes; a calibration is one phase's), and a layout's prediction is
-    the median of its runs' predictions. `profile_only_s` keeps the prediction from `prof` alone."""
+    the median of its runs' predictions. With `max_repeats`, a layout whose runs still differ by more than
+    `unstable_pct` after `repeats` rounds is run again, in further interleaved rounds of such layouts, up to
+    `max_repeats` runs: a median of three with one run in a slow phase is one draw from two. `profile_only_s` keeps the
+    prediction from `prof` alone."""
     import pandas as pd
     from supernode_nb.runtime.calibrate import calibrate, speed_probe
     L = resolve_layouts(layouts)
     if steps <= skip: raise ValueError(f"steps={steps} must exceed skip={skip} (the warm-up steps left out)")
+    if max_repeats is not None and max_repeats < repeats:
+        raise ValueError(f"max_repeats={max_repeats} must be at least repeats={repeats}")
     prof = prof or calibrate()
     runs: dict[str, list] = {n: [] for n in L}
     profs = [prof]
-    for r in range(repeats):
+    def one_round(r, names):
         if r and recalibrate is not None: profs.append(recalibrate())
-        for name, (model, cfg) in L.items():
+        for name in names:
+            model, cfg = L[name]
             if probe: settle()                      # the last run's ranks gone, as `measure` waits before its run
             k = speed_probe(profs[-1]) if probe else 1.0
             runs[name].append(dict(measure(model, cfg, steps, skip, timeout_s), slowdown=k, priced_by=profs[-1]))
             if progress is not None: progress(name, r, runs[name][-1])
+    for r in range(repeats): one_round(r, list(L))
+    for r in range(repeats, max_repeats or 0):
+        shaky = [n for n, rs in runs.items() if _spread_pct(rs) > unstable_pct]
+        if not shaky: break
+        one_round(r, shaky)
     rows = []
     for name, (model, cfg) in L.items():
         meas, k = _median_of(runs[name]), statistics.median(x["slowdown"] for x in runs[name])
@@ -180,6 +197,7 @@ def local_check(layouts=None, prof: MachineProfile | None = None, repeats: int =
     df = pd.DataFrame(rows)
     for col in ("profile_only",): df[f"{col}_error_pct"] = 100 * (df[f"{col}_s"] / df.measured_s - 1)
     df.attrs["profile"], df.attrs["calibrations"] = prof.name, len(profs)
+    df.attrs["runs"] = sum(len(rs) for rs in runs.values())
     return df
 
 def summary(df):
