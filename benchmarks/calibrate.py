@@ -11,13 +11,14 @@ run: the calibration's reference forward + backward timed again), and from the f
 measured steps; whether the predicted-best layout (tokens/s, per model) is within 10 % of the measured best; and
 the load average (the machine is shared: read the errors beside it).
 
-With `--recalibrate`, each round of repeats after the first is priced with a calibration made just before it (this
-machine's speed drifts by up to 1.8x over minutes, and a calibration is a snapshot of one phase).
+Each round of repeats after the first is priced with a calibration made just before it (this machine's speed drifts
+by up to 1.8x over minutes, and a calibration is a snapshot of one phase); `--no-recalibrate` prices every run with
+the first. The first calibration alone is reported beside it (`profile_only`).
 
 With `--max-repeats N` (default 5), a layout whose runs still differ by more than `--unstable-pct` (default 50 %:
 slowest / fastest - 1) after the first rounds gets further interleaved rounds, up to N runs.
 
-    python benchmarks/calibrate.py [--repeats 3] [--max-repeats 5] [--steps 8] [--skip 2] [--layouts "1 rank,dp2"] [--quick] [--recalibrate]
+    python benchmarks/calibrate.py [--repeats 3] [--max-repeats 5] [--steps 8] [--skip 2] [--layouts "1 rank,dp2"] [--quick] [--no-recalibrate]
 """
 import argparse, json, math, os, platform, statistics, subprocess, sys, time
 import torch
@@ -56,7 +57,8 @@ def main(argv=None):
     ap.add_argument("--skip", type=int, default=2)
     ap.add_argument("--quick", action="store_true", help="calibrate with --quick")
     ap.add_argument("--probe", action="store_true", help="scale the profile by a speed probe before each run")
-    ap.add_argument("--recalibrate", action="store_true", help="a fresh calibration before each round of repeats after the first")
+    ap.add_argument("--recalibrate", action=argparse.BooleanOptionalAction, default=True,
+                    help="a fresh calibration before each round of repeats after the first (default: on)")
     ap.add_argument("--layouts", default=None, help=f"comma-separated names from: {', '.join(LAYOUTS)}")
     a = ap.parse_args(argv)
     L = resolve_layouts(a.layouts.split(",") if a.layouts else None)
