@@ -141,22 +141,30 @@ def bench_links(rank: int, world_size: int, sizes=(4 << 10, 64 << 10, 1 << 20), 
         groups = [list(range(s, s + g)) for s in range(0, world_size, g)]
         pgs = [dist.new_group(r) if g < world_size else dist.group.WORLD for r in groups]   # every rank makes every group
         c = Comm(rank, world_size, {"bench": (groups[rank // g], pgs[rank // g])})
+        coll, got = [op for op in ops if op != "handoff"], {}
+        for nbytes in sizes:     # one size's collectives alternate call by call: a slow phase of the host falls on all of
+            xs = {op: torch.ones(max(g, nbytes // 4 // g * g)) for op in coll}   # them alike, and the differences between
+            ts = {op: [] for op in coll}                                         # ops (rounds vs cost per call) survive it
+            dist.barrier()
+            for op in coll: _collective(c, op, xs[op].clone())                  # warm-up (also builds gloo's pairs)
+            for _ in range(calls):
+                for op in coll:
+                    work(); t0 = time.perf_counter(); _collective(c, op, xs[op]); ts[op].append(time.perf_counter() - t0)
+            got.update({(op, nbytes): (xs[op].numel(), [statistics.mean(ts[op])]) for op in coll})
+            if "handoff" in ops and g == 2:
+                x, ts, ws = torch.ones(max(g, nbytes // 4 // g * g)), [], []
+                dist.barrier(); _handoff(c, x, work, ts, ws); ts.clear(); ws.clear()
+                for _ in range(calls): _handoff(c, x, work, ts, ws)
+                got["handoff", nbytes] = (x.numel(), [statistics.mean(ts) if ts else 0.0, statistics.mean(ws) if ws else 0.0])
         for op in ops:
-            if op == "handoff" and g != 2: continue
             for nbytes in sizes:
-                x, ts = torch.ones(max(g, nbytes // 4 // g * g)), []
-                def one():
-                    if op == "handoff": return _handoff(c, x, work, ts, ws)
-                    work(); t0 = time.perf_counter(); _collective(c, op, x); ts.append(time.perf_counter() - t0)
-                ws = []
-                dist.barrier(); one(); ts.clear(); ws.clear()
-                for _ in range(calls): one()
-                if op == "handoff":     # even ranks timed send → reply (two legs + the peer's work), odd ranks their work
-                    t = torch.tensor([statistics.mean(ts) if ts else 0.0, statistics.mean(ws) if ws else 0.0]); dist.all_reduce(t)
-                    t = (t[0:1] - t[1:2]) / world_size          # (Σ round trips − Σ work) / pairs / 2 legs
-                else: t = torch.tensor([statistics.mean(ts)]); dist.all_reduce(t); t /= world_size   # mean: a run's steps pay the stalls too
-                S = x.numel() * 4 * (g if op == "all_gather" else 1)
-                rows.append({"op": op, "bytes": S, "group_size": g, "time_s": t.item()})
+                if (op, nbytes) not in got: continue                            # handoff: pairs only
+                numel, t = got[op, nbytes]
+                t = torch.tensor(t); dist.all_reduce(t)
+                if op == "handoff": t = (t[0:1] - t[1:2]) / world_size      # even ranks timed send → reply (two legs + the peer's
+                else: t /= world_size                                        # work), odd ranks their work: (Σ round trips − Σ work)
+                S = numel * 4 * (g if op == "all_gather" else 1)             # / pairs / 2 legs; others: the mean over ranks
+                rows.append({"op": op, "bytes": S, "group_size": g, "time_s": t.item()})   # (a run's steps pay the stalls too)
     return rows if rank == 0 else None
 
 # %% ../../nbs/40_runtime/45_probes.ipynb #fd45d85c
