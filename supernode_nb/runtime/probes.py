@@ -156,15 +156,16 @@ def bench_links(rank: int, world_size: int, sizes=(4 << 10, 64 << 10, 1 << 20), 
                 dist.barrier(); _handoff(c, x, work, ts, ws); ts.clear(); ws.clear()
                 for _ in range(calls): _handoff(c, x, work, ts, ws)
                 got["handoff", nbytes] = (x.numel(), [statistics.mean(ts) if ts else 0.0, statistics.mean(ws) if ws else 0.0])
+        # each row: the mean over ranks (a run's steps pay the stalls too); a handoff's even ranks timed send → reply
+        # (two legs + the peer's work) and its odd ranks their work, so a leg is (Σ round trips − Σ work) / pairs / 2
         for op in ops:
             for nbytes in sizes:
                 if (op, nbytes) not in got: continue                            # handoff: pairs only
                 numel, t = got[op, nbytes]
                 t = torch.tensor(t); dist.all_reduce(t)
-                if op == "handoff": t = (t[0:1] - t[1:2]) / world_size      # even ranks timed send → reply (two legs + the peer's
-                else: t /= world_size                                        # work), odd ranks their work: (Σ round trips − Σ work)
-                S = numel * 4 * (g if op == "all_gather" else 1)             # / pairs / 2 legs; others: the mean over ranks
-                rows.append({"op": op, "bytes": S, "group_size": g, "time_s": t.item()})   # (a run's steps pay the stalls too)
+                t = (t[0:1] - t[1:2]) / world_size if op == "handoff" else t / world_size
+                S = numel * 4 * (g if op == "all_gather" else 1)
+                rows.append({"op": op, "bytes": S, "group_size": g, "time_s": t.item()})
     return rows if rank == 0 else None
 
 # %% ../../nbs/40_runtime/45_probes.ipynb #fd45d85c
