@@ -61,6 +61,7 @@ def main(argv=None):
                     help="a fresh calibration before each round of repeats after the first (default: on)")
     ap.add_argument("--layouts", default=None, help=f"comma-separated names from: {', '.join(LAYOUTS)}")
     a = ap.parse_args(argv)
+    max_repeats = max(a.max_repeats, a.repeats)
     L = resolve_layouts(a.layouts.split(",") if a.layouts else None)
     up0, t0 = _uptime(), time.monotonic()
     cal = lambda: calibrate(quick=a.quick, progress=lambda s: print(s, file=sys.stderr, flush=True))
@@ -68,7 +69,7 @@ def main(argv=None):
     t_cal = time.monotonic() - t0
     progress = lambda n, r, m: print(f"{n} #{r}: {m['step_s'] * 1e3:.1f} ms (load {m['load_avg']})", file=sys.stderr, flush=True)
     df = local_check(L, prof, repeats=a.repeats, steps=a.steps, skip=a.skip, progress=progress, probe=a.probe,
-                     recalibrate=cal if a.recalibrate else None, max_repeats=max(a.max_repeats, a.repeats), unstable_pct=a.unstable_pct)
+                     recalibrate=cal if a.recalibrate else None, max_repeats=max_repeats, unstable_pct=a.unstable_pct)
     s = summary(df)
     ae = s.step_error_pct.abs()
     parts = df[df.part != "step"].copy()
@@ -79,7 +80,7 @@ def main(argv=None):
     out = {"machine": {"cpus": os.cpu_count(), "cores": prof.devices, "torch": torch.__version__, "python": platform.python_version(),
                        "uptime_before": up0, "uptime_after": _uptime(), "calibrate_s": round(t_cal, 1),
                        "sweep_s": round(time.monotonic() - t0, 1)},
-           "settings": {"repeats": a.repeats, "max_repeats": max(a.max_repeats, a.repeats), "unstable_pct": a.unstable_pct, "runs": df.attrs["runs"], "steps": a.steps, "skip": a.skip, "threads_per_rank": 1, "calibrations": df.attrs["calibrations"],
+           "settings": {"repeats": a.repeats, "max_repeats": max_repeats, "unstable_pct": a.unstable_pct, "runs": df.attrs["runs"], "steps": a.steps, "skip": a.skip, "threads_per_rank": 1, "calibrations": df.attrs["calibrations"],
                         "measured": "median over interleaved repeats of (median over steps of the slowest rank's wall; rank-mean parts)",
                         "predicted_by": f"costmodel.estimate(profile={df.attrs['profile']}) via runtime.accuracy.predict"
                                         + (", scaled by a speed probe (the calibration's reference forward+backward timed again) before each run" if a.probe else "")
