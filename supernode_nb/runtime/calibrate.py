@@ -13,6 +13,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from ..foundation.core import Parser, emit
 from ..foundation.config import ModelSpec, get_model
+from ..foundation.topology import get_topology
 from ..cost.profile import MachineProfile, left_by
 from .probes import _fwd_bwd, bench_links, contention_worker, fit_latency, fit_link, interference_worker
 
@@ -172,9 +173,12 @@ def calibration_worker(rank: int, world_size: int, model: dict, share_rounds: in
     rows = bench_links(rank, world_size, model=model, **bench)
     return {"share": None, **(cont or {}), "rows": rows, **(inter or {})} if rank == 0 else None
 
-def _fit_rows(world: int, rows: list, group_sizes, ops, backend: str | None = None) -> dict:
-    "Fitted [GB/s, latency s, per-call s] per op (and 'all' ops together) for each group size in a world of `world`."
-    out = {}
+def _fit_rows(world: int, rows: list, group_sizes, ops, backend: str | None = None,
+              bandwidth_GBps: float | None = None) -> tuple[dict, list[str]]:   # for fits whose records show no bandwidth
+    "Fitted [GB/s, latency s, per-call s] per op (and 'all' ops together) for each group size in a world of `world`; and"
+    "the fits ('2×2 all') whose bandwidth is `bandwidth_GBps`, not measured (noise hid how time grows with size): without"
+    "one, those are left out."
+    out, assumed = {}, []
     for g in group_sizes:
         recs = [r for r in rows if r["group_size"] == g]
         fits = {}
@@ -182,10 +186,11 @@ def _fit_rows(world: int, rows: list, group_sizes, ops, backend: str | None = No
             sel = [r for r in recs if op == "all" and r["op"] != "handoff" or r["op"] == op]
             try: fits[op] = list(fit_link(sel, backend=backend))
             except ValueError:
-                try: fits[op] = list(fit_latency(sel))
+                if bandwidth_GBps is None: continue
+                try: fits[op] = list(fit_latency(sel, bandwidth_GBps, backend=backend)); assumed.append(f"{world}×{g} {op}")
                 except ValueError: pass
         out[f"{world}×{g}"] = fits
-    return out
+    return out, assumed
 
 # %% ../../nbs/40_runtime/45_calibrate.ipynb #a5821835
 def _supervised_step_s(m: ModelSpec, proc: dict, mem: float, gbs: int = 4) -> dict:
@@ -237,8 +242,9 @@ def calibrate(quick: bool = False,              # 2 and 4 ranks, fewer sizes and
     phases = {"one process": round(time.monotonic() - t0, 1)}
     devices = cores if kind == "cpu" else (torch.cuda.device_count() if kind == "cuda" else torch.npu.device_count())
     backend = {"cpu": "gloo", "cuda": "nccl", "npu": "hccl"}[kind]
-    shares, links, rows, penalty, overlap, in_rank, skew, background = {}, {}, [], {}, {}, {}, {}, {}
-    sizes = (4 << 10, 256 << 10) if quick else (4 << 10, 64 << 10, 1 << 20)
+    shares, links, rows, penalty, overlap, in_rank, skew, background, assumed = {}, {}, [], {}, {}, {}, {}, {}, []
+    sizes = (4 << 10, 1 << 20) if quick else (4 << 10, 64 << 10, 1 << 20)   # quick: the ends; 256 KB often hid the bandwidth
+    preset_bw = get_topology("local").levels[0].bandwidth_GBps if kind == "cpu" else None   # where sizes hide the bandwidth
     ops = ("all_reduce", "all_to_all", "send_recv", "handoff") + (() if quick else ("all_gather", "reduce_scatter"))
     for w in worlds if kind == "cpu" or devices >= 2 else ():
         gs = [g for g in (2, 4, 8) if g <= w and w % g == 0]
@@ -248,8 +254,8 @@ def calibrate(quick: bool = False,              # 2 and 4 ranks, fewer sizes and
         if r["share"] is not None: shares[str(w)] = r["share"]
         if r.get("fwd_bwd_s"): in_rank[str(w)] = r["fwd_bwd_s"]
         penalty[str(w)], overlap[str(w)], skew[str(w)] = r["penalty_s"], r["overlap"], r["skew"]
-        fitted = _fit_rows(w, r["rows"], gs, ops, backend)
-        links.update(fitted); rows += [dict(x, world=w) for x in r["rows"]]
+        fitted, unmeasured = _fit_rows(w, r["rows"], gs, ops, backend, preset_bw)
+        links.update(fitted); assumed += unmeasured; rows += [dict(x, world=w) for x in r["rows"]]
         phases[f"{w} ranks"] = round(time.monotonic() - t0 - sum(phases.values()), 1)
         say(f"{w} ranks: {background.get(str(w), 0.0):.2f} cores busy elsewhere (divided out), share {shares.get(str(w))}, penalty {1e6 * penalty[str(w)]:.0f} µs per collective, "
             f"overlap {overlap[str(w)]:.2f}, skew {skew[str(w)]:.3f} s per s of compute, links {fitted}")
@@ -268,7 +274,7 @@ def calibrate(quick: bool = False,              # 2 and 4 ranks, fewer sizes and
                           devices, rates, proc["op_s"], proc["opt_op_s"], mem, proc["microbatch_s"], proc["step_s"], shares,
                           {level: links} if links else {}, ep_imbalance("tiny-moe", 2), proc["region_s"], proc["recompute_op_s"],
                           penalty, overlap, skew, round(os.getloadavg()[0], 2),
-                          dict(proc["detail"], model=m.name, link_rows=rows, background_cores=background, probe_s=statistics.median(probes), probes_s=probes, seconds=round(time.monotonic() - t0, 1), phase_s=phases,
+                          dict(proc["detail"], model=m.name, link_rows=rows, bandwidth_assumed=assumed, background_cores=background, probe_s=statistics.median(probes), probes_s=probes, seconds=round(time.monotonic() - t0, 1), phase_s=phases,
                                threads_per_rank=1, backend=backend), backend=backend)
 
 # %% ../../nbs/40_runtime/45_calibrate.ipynb #c6bd95ba
@@ -281,8 +287,9 @@ def speed_probe(prof: MachineProfile, seconds: float = 0.5) -> float:
 # %% ../../nbs/40_runtime/45_calibrate.ipynb #f1c5184e
 def _profile_text(p: MachineProfile, where: str) -> str:
     l = p.links.get(next(iter(p.links), ""), {})
-    links = "; ".join(f"{k}: {v['all'][2] * 1e3:.2f} ms a call + α {v['all'][1] * 1e3:.2f} ms a round, {v['all'][0]:.2f} GB/s"
-                      if len(v["all"]) > 2 else f"{k}: α {v['all'][1] * 1e3:.2f} ms, {v['all'][0]:.2f} GB/s" for k, v in l.items() if "all" in v)
+    bw = lambda k, v: f"{v['all'][0]:.2f} GB/s" + (" (assumed: the preset's; sizes timed hid it)" if f"{k} all" in p.detail.get("bandwidth_assumed", []) else "")
+    links = "; ".join(f"{k}: {v['all'][2] * 1e3:.2f} ms a call + α {v['all'][1] * 1e3:.2f} ms a round, {bw(k, v)}"
+                      if len(v["all"]) > 2 else f"{k}: α {v['all'][1] * 1e3:.2f} ms, {bw(k, v)}" for k, v in l.items() if "all" in v)
     return "\n".join([f"profile {p.name!r} ({p.kind}, {p.devices} {'cores' if p.kind == 'cpu' else 'devices'}, host {p.host}) — {where}",
                       f"  matmul {', '.join(f'{k} {v * 1e3:.1f} GFLOP/s' for k, v in p.matmul_tflops.items())} per rank; "
                       f"{p.op_s * 1e6:.1f} µs per operator; copy {p.memory_GBps:.1f} GB/s; a supervised rank's step {p.step_s * 1e3:.2f} ms beyond them",

@@ -6,7 +6,7 @@ Docs: https://supernode-nb.github.io/supernode_nb/40_runtime/probes.html.md"""
 
 # %% ../../nbs/40_runtime/45_probes.ipynb #5902d604
 from __future__ import annotations
-import os, statistics, time
+import itertools, os, statistics, time
 import numpy as np
 import torch
 from ..foundation.config import ModelSpec, ParallelConfig
@@ -171,25 +171,39 @@ def bench_links(rank: int, world_size: int, sizes=(4 << 10, 64 << 10, 1 << 20), 
 # %% ../../nbs/40_runtime/45_probes.ipynb #fd45d85c
 def _algo(op, S, n, bw, lat): return collective_time(op, S, n, bw, lat)[1]
 
-def _fit_backend(rows, t, algos) -> tuple[float, float, float]:
-    "(GB/s, α, c₀) ≥ 0 minimising the relative error of c₀ + c_α·α + c_β·S·β, each row under its backend's algorithm."
+def _nnls(A, y, free) -> np.ndarray:
+    "x ≥ 0 minimising |A·x − y| with only the columns `free` non-zero: the best least-squares fit over every support of"
+    "them (exact for the two or three unknowns here: the optimum is the unconstrained fit on its own support)."
+    best = (float(np.sum(y ** 2)), np.zeros(A.shape[1]))
+    for k in range(1, len(free) + 1):
+        for keep in map(list, itertools.combinations(free, k)):
+            x, *_ = np.linalg.lstsq(A[:, keep], y, rcond=None)
+            if (x < 0).any(): continue
+            full = np.zeros(A.shape[1]); full[keep] = x
+            if (err := float(np.sum((A @ full - y) ** 2))) < best[0]: best = (err, full)
+    return best[1]
+
+def _fit_backend(rows, t, algos, bandwidth_GBps: float | None = None) -> tuple[float, float, float]:
+    "(GB/s, α, c₀) ≥ 0 minimising the relative error of c₀ + c_α·α + c_β·S·β, each row under its backend's algorithm;"
+    "with `bandwidth_GBps`, β held there and c₀, α fitted."
     A = np.array([[1.0, float(ca), float(cb) * S] for o, n, S, _ in rows for ca, cb in [coefficients(o, algos[o], n)]]) / t[:, None]
-    best = None
-    for keep in ([0, 1, 2], [1, 2], [0, 2], [2]):                       # non-negative least squares over the few subsets
-        x, *_ = np.linalg.lstsq(A[:, keep], np.ones(len(t)), rcond=None)
-        if (x < 0).any(): continue
-        full = np.zeros(3); full[keep] = x
-        err = float(np.sum((A @ full - 1) ** 2))
-        if best is None or err < best[0]: best = (err, full)
-    if best is None or best[1][2] <= 0: raise ValueError("the records do not determine a bandwidth (time does not grow with size)")
-    c0, alpha, beta = best[1]
+    if bandwidth_GBps is not None:
+        c0, alpha, _ = _nnls(A, 1 - A[:, 2] / (bandwidth_GBps * 1e9), [0, 1])
+        return float(bandwidth_GBps), float(alpha), float(c0)
+    c0, alpha, beta = _nnls(A, np.ones(len(t)), [0, 1, 2])
+    if beta <= 0: raise ValueError("the records do not determine a bandwidth (time does not grow with size)")
     return float(1 / beta / 1e9), float(alpha), float(c0)
+
+def _link_rows(records) -> list[tuple]:
+    "(op as priced, ranks, bytes, seconds) of the records on groups > 1: a ring shift or a hand-off is one `send_recv` of two."
+    p2p = lambda r: r["op"] in ("send_recv", "handoff")
+    return [("send_recv" if p2p(r) else r["op"], 2 if p2p(r) else int(r["group_size"]), float(r["bytes"]), float(r["time_s"]))
+            for r in records if int(r["group_size"]) > 1]
 
 def fit_link(records, rounds: int = 10,
              backend: str | None = None) -> tuple[float, float, float]:   # one of commbw.BACKEND_ALGORITHMS: its algorithms, + c₀
     "(GB/s, latency s, per-call s) that best explain `records` ({op, bytes, group_size, time_s}) under `commcost`'s algorithms."
-    rows = [("send_recv" if r["op"] in ("send_recv", "handoff") else r["op"], 2 if r["op"] in ("send_recv", "handoff") else int(r["group_size"]),
-             float(r["bytes"]), float(r["time_s"])) for r in records if int(r["group_size"]) > 1]
+    rows = _link_rows(records)
     if len(rows) < 2: raise ValueError(f"need at least 2 timed records on groups > 1; got {len(rows)}")
     t = np.array([x[3] for x in rows])
     if backend in BACKEND_ALGORITHMS: return _fit_backend(rows, t, BACKEND_ALGORITHMS[backend])
@@ -204,14 +218,16 @@ def fit_link(records, rounds: int = 10,
         algos = new
     return bw, lat, 0.0
 
-def fit_latency(records, bandwidth_GBps: float = 1.0) -> tuple[float, float, float]:
-    "(GB/s, latency s, 0): the latency alone at a given bandwidth, when noise hides how time grows with size."
+def fit_latency(records, bandwidth_GBps: float = 1.0,
+                backend: str | None = None) -> tuple[float, float, float]:   # as for `fit_link`: its algorithms, α and c₀ fitted
+    "(GB/s, latency s, per-call s): the latency alone at a given bandwidth, when noise hides how time grows with size."
+    rows = _link_rows(records)
+    if not rows: raise ValueError("no timed records on groups > 1")
+    if backend in BACKEND_ALGORITHMS: return _fit_backend(rows, np.array([x[3] for x in rows]), BACKEND_ALGORITHMS[backend], bandwidth_GBps)
     lats = []
-    for r in records:
-        op, n = ("send_recv", 2) if r["op"] in ("send_recv", "handoff") else (r["op"], int(r["group_size"]))
-        ca, cb = coefficients(op, _algo(op, float(r["bytes"]), n, bandwidth_GBps, 1e-4), n)
-        lats.append(max(float(r["time_s"]) - cb * float(r["bytes"]) / (bandwidth_GBps * 1e9), 0.0) / ca)
-    if not lats: raise ValueError("no timed records on groups > 1")
+    for op, n, S, t in rows:
+        ca, cb = coefficients(op, _algo(op, S, n, bandwidth_GBps, 1e-4), n)
+        lats.append(max(t - cb * S / (bandwidth_GBps * 1e9), 0.0) / ca)
     return float(bandwidth_GBps), float(statistics.median(lats)), 0.0
 
 # %% ../../nbs/40_runtime/45_probes.ipynb #677f8a71
