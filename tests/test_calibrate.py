@@ -24,6 +24,10 @@ TINY, MOE = get_model("tiny-gpt"), get_model("tiny-moe")
     (TINY, P(tp=2, pp=2, global_batch_size=4, sequence_parallel=True)),
     (MOE, P(dp=2, ep=2, global_batch_size=4)),
     (TINY, P(dp=2, global_batch_size=4)),
+    (TINY, P(dp=2, global_batch_size=4, zero=1)),
+    (TINY, P(dp=2, global_batch_size=4, zero=2)),
+    (TINY, P(dp=2, global_batch_size=4, zero=3)),
+    (MOE, P(dp=4, ep=2, global_batch_size=8, zero=3)),
 ])
 def test_charged_collectives_are_the_runtimes(model, cfg):
     "The blocking collectives the cost model charges a penalty for are the ones the engine's recorder sees (the last stage)."

@@ -65,8 +65,7 @@ def _placement_links(placement, cfg: ParallelConfig, max_groups: int = 16) -> di
     bw = np.array([l.bandwidth_GBps for l in topo.levels]); lat = np.array([l.latency_s for l in topo.levels])
     out = {}
     for ax, gname in AXIS_GROUPS.items():
-        gs = L.groups(gname)
-        worst = (-1, 0, len(gs[0]))
+        gs = L.groups(gname); worst = (-1, 0, len(gs[0]))
         for g in [gs[i] for i in np.unique(np.linspace(0, len(gs) - 1, min(max_groups, len(gs))).astype(int))]:
             dev = dev_all[np.asarray(g)]
             lv = _outer_index(dev, topo) if len(g) > 1 else 0
@@ -75,8 +74,7 @@ def _placement_links(placement, cfg: ParallelConfig, max_groups: int = 16) -> di
                 b = _blocks(dev, topo, lv - 1)
                 k = len(b[0]) if all(len(x) == len(b[0]) for x in b) else 1
             if (lv, -k) > (worst[0], -worst[1]): worst = (lv, k, len(g))
-        lv, k, n = worst
-        lv = max(lv, 0)
+        lv, k, n = worst; lv = max(lv, 0)
         out[ax] = dict(n=np.array([n]), k=np.array([k]), level=np.array([lv]), bw_out=bw[[lv]], lat_out=lat[[lv]],
                        bw_in=bw[[max(lv - 1, 0)]], lat_in=lat[[max(lv - 1, 0)]])
     return out
@@ -277,9 +275,8 @@ def _comm(model, C, mem, links, t, o):
     act, out, k = sbh * w, {}, o.get("contention", 0.0)
     X = lambda x, win: np.maximum(x - win, 0) + k * np.minimum(np.maximum(x, 0), win)   # exposed: beyond the window, and the slowdown
     tp_op = np.where(sp, ct("all_gather", act, "tp") + ct("reduce_scatter", act, "tp"), ct("all_reduce", act, "tp"))
-    loss = np.where(sp, 2, 3) * ct("all_reduce", 4.0 * C["mbs"] * model.seq_len / C["cp"], "tp")   # the vocabulary-parallel
-    tp_mb = (Ls * (4 + 2 * (rc == 2)) + 1) * tp_op + loss  # loss's max, target logit and sum of exps (2 under SP); per layer
-                                                           # 2 forward + 2 backward (+2 re-run)
+    loss = np.where(sp, 2, 3) * ct("all_reduce", 4.0 * C["mbs"] * model.seq_len / C["cp"], "tp")   # the vocabulary-parallel loss's max,
+    tp_mb = (Ls * (4 + 2 * (rc == 2)) + 1) * tp_op + loss  # target logit and sum of exps (2 under SP); per layer 2 fwd + 2 bwd (+2 re-run)
     tp_tail, ovl = tp_mb / (2 * np.maximum(tp, 1)), o["tp_overlap"] & (links["tp"]["level"] < o.get("scaleup", 1))   # overlapped in tp
     out["tp"] = np.where(tp > 1, m * np.where(ovl, tp_tail + X(tp_mb - tp_tail, t["t_mm"]), tp_mb), 0)   # chunks, scale-up only
     kv = 2 * C["mbs"] * model.seq_len * model.head_dim * np.maximum(model.n_kv_heads / tp, 1) * w
@@ -295,15 +292,16 @@ def _comm(model, C, mem, links, t, o):
     ar = nbk(Pd) * ct("all_reduce", rw * Pd / nbk(Pd), "dp") + nbk(Pe) * ct("all_reduce", rw * Pe / nbk(Pe), "edp")
     rs = ct("reduce_scatter", rw * Pd, "dp") + ct("reduce_scatter", rw * Pe, "edp")
     ag = ct("all_gather", w * Pd, "dp") + ct("all_gather", w * Pe, "edp")
-    z3f = o.get("zero3_flat", False)                        # ZeRO-3's per-layer gathers: NCCL's rings (FSDP's flat parameters),
-    ag3 = ct("all_gather", w * Pd, "dp", z3f) + ct("all_gather", w * Pe, "edp", z3f)       # or one NIC each (DeepSpeed 2021)
-    rs3 = ct("reduce_scatter", rw * Pd, "dp", z3f) + ct("reduce_scatter", rw * Pe, "edp", z3f)
+    eng, z3f = o.get("engine") == "supernode_nb", o.get("zero3_flat", False)   # ZeRO-3's gathers: NCCL's rings (FSDP's flat
+    nd, ne = (Ls + 1, np.maximum(Ls, 1)) if eng else (1, 1)   # parameters) or one NIC each (DeepSpeed 2021); this engine's ZeRO-2/3:
+    per = lambda op, b, fl=False: nd * ct(op, b * Pd / nd, "dp", fl) + ne * ct(op, b * Pe / ne, "edp", fl)   # one collective per layer
+    rs2, ag2, ag3, rs3 = per("reduce_scatter", rw), per("all_gather", w), per("all_gather", w, z3f), per("reduce_scatter", rw, z3f)   # (and root)
     hid = lambda x, win: x - o["hide"] * np.minimum(x, o["dp_overlap"] * win) if o["profile"] is not None else X(x, o["dp_overlap"] * win)   # a profile hides its measured share
     last = np.minimum(1.0, o["bucket"] / np.maximum(rw * (Pd + Pe), 1))   # the last bucket waits on the end of the backward
     tail = lambda x, win: last * x + hid((1 - last) * x, win)
-    z1 = rs + ag if o.get("engine") == "supernode_nb" else tail(rs, t["t_bwd"]) + hid(ag, t["t_fwd"])   # this engine's ZeRO-1: after the backward
-    out["dp"] = np.select([zero == 0, zero == 1, zero == 2],
-                          [tail(ar, t["t_bwd"]), z1, m * tail(rs, t["t_bwd"]) + hid(ag, t["t_fwd"])],
+    z1 = rs + ag if eng else tail(rs, t["t_bwd"]) + hid(ag, t["t_fwd"])   # this engine's ZeRO-1 after the backward, its ZeRO-2's gathers
+    out["dp"] = np.select([zero == 0, zero == 1, zero == 2],                  # after the optimizer step
+                          [tail(ar, t["t_bwd"]), z1, m * tail(rs2, t["t_bwd"]) + (ag2 if eng else hid(ag2, t["t_fwd"]))],
                           m * (hid(ag3, t["t_fwd"]) + hid(ag3 * (1 + (rc == 2) * o.get("regather", True)) + rs3, t["t_bwd"])))
     counts = ct("all_to_all", 8.0 * max(model.experts, 1), "ep")          # each forward first swaps its per-expert token counts
     out["ep"] = np.where((ep > 1) & model.is_moe, m * Ls * ((4 + 2 * (rc == 2)) * ct("ep_dispatch", a2a, "ep")   # a profile adds its
@@ -320,15 +318,17 @@ def _rph(topo: Topology, C: dict):   # ranks sharing one host (node)
 def blocking_collectives(model: ModelSpec, C: dict, mem: dict) -> tuple:
     "(per micro-batch, per step) blocking collectives this engine issues on the slowest (last) stage, as its recorder counts them: tp's 4"
     "per layer (+1 re-run under full recompute; an all-gather and a reduce-scatter each under SP, +1 at the loss's end), the embedding's 1 and"
-    "loss's 3 (2 under SP); ep's split sizes and 4 exchanges per layer; cp's ring passes; pp's sends; per step dp's buckets, the loss, SP's norms."
-    tp, ep, cp, pp, v, sp = (C[k] for k in ("tp", "ep", "cp", "pp", "v", "sp"))
+    "loss's 3 (2 under SP); ep's split sizes and 4 exchanges per layer; cp's ring passes; pp's sends; ZeRO-2's reduce-scatter and ZeRO-3's"
+    "2 gathers + 1 per shard (a layer's on each axis, the root's); per step dp's buckets (ZeRO-1: a reduce-scatter and a gather per axis;"
+    "ZeRO-2: a gather per shard), the loss's average, SP's norms, pp's loss broadcast."
+    tp, ep, cp, pp, v, sp, zero = (C[k] for k in ("tp", "ep", "cp", "pp", "v", "sp", "zero"))
     Ls, full = mem["Ls"], (C["rc"] == 2); pairs = Ls * (4 + full)
+    D, E = 1 * (mem["D"] > 1), 1 * ((mem["edp"] > 1) & (mem["Pe"] > 0)); shards = D * (Ls + 1) + E * Ls
     n_mb = (np.where(tp > 1, np.where(sp, 2 * (pairs + 1 + (pp == 1)) + 2, pairs + (pp == 1) + 3), 0) + np.where((ep > 1) & model.is_moe, 5 * Ls, 0)
-            + np.where(cp > 1, 3 * Ls * (cp - 1) * (1 + full), 0) + np.where(pp > 1, 2 * v, 0)
-            + np.where(C["zero"] >= 3, 3 * Ls, 0) * (mem["D"] > 1))
+            + np.where(cp > 1, 3 * Ls * (cp - 1) * (1 + full), 0) + np.where(pp > 1, 2 * v, 0) + np.select([zero == 2, zero >= 3], [shards, 3 * shards], 0))
     nb = lambda P: _n_buckets(P, C.get("rw", mem["w"]))    # priced with a profile: this engine
-    buckets = np.where(mem["D"] > 1, nb(mem["Pd"]) + 1, 0) + np.where((mem["edp"] > 1) & (mem["Pe"] > 0), nb(mem["Pe"]), 0)
-    return n_mb, buckets + np.where((tp > 1) & sp, 1, 0) + (pp > 1)   # pp: the loss broadcast
+    dp_step = np.select([zero == 0, zero == 1, zero == 2], [D * nb(mem["Pd"]) + E * nb(mem["Pe"]), 2 * (D + E), shards], 0)
+    return n_mb, dp_step + D + np.where((tp > 1) & sp, 1, 0) + (pp > 1)
 
 def collectives_per_step(model: ModelSpec, cfg: ParallelConfig) -> dict:
     "{'per_microbatch', 'per_step', 'total'}: the blocking collectives `blocking_collectives` counts for one config."

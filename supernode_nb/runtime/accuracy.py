@@ -23,6 +23,8 @@ LAYOUTS: dict[str, tuple[str, ParallelConfig]] = {
     "1 rank full-rc":   ("tiny-gpt", _P(global_batch_size=4, recompute="full")),
     "dp2":              ("tiny-gpt", _P(dp=2, global_batch_size=8)),
     "dp2 zero1":        ("tiny-gpt", _P(dp=2, global_batch_size=8, zero=1)),
+    "dp2 zero2":        ("tiny-gpt", _P(dp=2, global_batch_size=8, zero=2)),
+    "dp4 zero3":        ("tiny-gpt", _P(dp=4, global_batch_size=8, micro_batch_size=2, zero=3)),
     "dp4":              ("tiny-gpt", _P(dp=4, global_batch_size=8)),
     "tp2":              ("tiny-gpt", _P(tp=2, global_batch_size=4)),
     "tp2 sp sel-rc":    ("tiny-gpt", _P(tp=2, global_batch_size=4, sequence_parallel=True, recompute="selective")),
