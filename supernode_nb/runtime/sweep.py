@@ -23,34 +23,54 @@ def _archive_for(path):
     if path is None and os.environ.get("SUPERNODE_NB_ARCHIVE", "on").lower() in ("off", "0", "no", "false"): return None
     return Archive(path)
 
+def _layout(cfg: ParallelConfig) -> str:
+    "A configuration in a few words: degrees, micro-batch size, and the memory trades it makes."
+    return " ".join(["·".join(f"{a}{getattr(cfg, a)}" for a in ("dp", "tp", "pp", "ep", "cp") if getattr(cfg, a) > 1) or "1 rank",
+                     f"mbs{cfg.micro_batch_size}", *([cfg.schedule] if cfg.pp > 1 else []), *([f"zero{cfg.zero}"] if cfg.zero else []),
+                     *([f"rc-{cfg.recompute}"] if cfg.recompute != "none" else []), *(["sp"] if cfg.sequence_parallel else [])])
+
+def _distinct(cfgs: list[ParallelConfig]) -> list[ParallelConfig]:
+    "The first (fastest) of each layout — degrees, micro-batch size, schedule — in order: ZeRO, recompute and SP variants dropped."
+    seen, out = set(), []
+    for c in cfgs:
+        k = (c.dp, c.tp, c.pp, c.ep, c.cp, c.micro_batch_size, c.schedule, c.virtual_stages)
+        if k not in seen: seen.add(k); out.append(c)
+    return out
+
 def sweep(model: ModelSpec | str = "tiny-gpt", world: int = 4, global_batch: int = 8,
           top: int = 4,                          # how many of the planner's best runnable configurations to run
           steps: int = 6, skip: int = 2,         # steps per run; warm-up steps left out of the medians
           profile: MachineProfile | str | None = "auto",   # "auto": the newest saved profile for 'local'; a name; a profile
-          archive=None, progress=None) -> "pd.DataFrame":
+          archive=None, progress=None,
+          repeats: int = 1,                      # runs of each configuration, interleaved; measured = their median
+          distinct: bool = True) -> "pd.DataFrame":   # one configuration per layout (False: ZeRO / recompute / SP variants too)
     "Plan, run and record the `top` best runnable configurations here; one row per configuration, predicted beside measured."
-    import pandas as pd
+    import pandas as pd, statistics
     from supernode_nb.cost.planner import plan
     from supernode_nb.cost.costmodel import estimate
     from supernode_nb.runtime.runner import make_spec, run
+    if repeats < 1: raise ValueError(f"repeats={repeats} must be >= 1")
     m = get_model(model) if isinstance(model, str) else model
     topo = get_topology("local", devices=world)
     if isinstance(profile, str): profile = find_profile("local", None if profile == "auto" else profile, path=archive)
-    p = plan(m, topo, global_batch, top=top, profile=profile, runnable_only=True)
-    arc, rows = _archive_for(archive), []
-    for i, r in enumerate(p.top[:top]):
-        cfg = ParallelConfig(**r["config"])
-        est = estimate(m, cfg, topo, profile=profile, advise=False)
-        res = run(make_spec(m, cfg, steps), timeout_s=300)
-        meas = summarise(res, skip)
-        rid = arc.record_result(res, topology=topo, estimate=est.to_dict(), label=f"sweep {i + 1}/{top}") if arc else None
-        layout = " ".join(["·".join(f"{a}{getattr(cfg, a)}" for a in ("dp", "tp", "pp", "ep") if getattr(cfg, a) > 1) or "1 rank",
-                           f"mbs{cfg.micro_batch_size}", *([f"zero{cfg.zero}"] if cfg.zero else []),
-                           *([f"rc-{cfg.recompute}"] if cfg.recompute != "none" else []), *(["sp"] if cfg.sequence_parallel else [])])
-        rows.append(dict(rank=i + 1, layout=layout, zero=cfg.zero, recompute=cfg.recompute, micro_batches=cfg.num_microbatches,
-                         predicted_s=est.step_time_s, measured_s=meas["step_s"], error_pct=100 * (est.step_time_s / meas["step_s"] - 1),
-                         profile=est.profile, archive_id=rid, load_avg=round(os.getloadavg()[0], 2)))
-        if progress: progress(rows[-1])
+    p = plan(m, topo, global_batch, top=max(top, 64) if distinct else top, profile=profile, runnable_only=True)
+    cfgs = [ParallelConfig(**r["config"]) for r in p.top]
+    cfgs = (_distinct(cfgs) if distinct else cfgs)[:top]
+    ests = [estimate(m, c, topo, profile=profile, advise=False) for c in cfgs]
+    arc, runs, ids, rows = _archive_for(archive), [[] for _ in cfgs], [[] for _ in cfgs], []
+    for rep in range(repeats):                   # interleaved: a slow phase of the host falls on every configuration alike
+        for i, (cfg, est) in enumerate(zip(cfgs, ests)):
+            res = run(make_spec(m, cfg, steps), timeout_s=300)
+            runs[i].append(summarise(res, skip)["step_s"])
+            label = f"sweep {i + 1}/{len(cfgs)}" + (f" run {rep + 1}/{repeats}" if repeats > 1 else "")
+            ids[i].append(arc.record_result(res, topology=topo, estimate=est.to_dict(), label=label) if arc else None)
+            if rep < repeats - 1: continue
+            meas = statistics.median(runs[i])
+            rows.append(dict(rank=i + 1, layout=_layout(cfg), zero=cfg.zero, recompute=cfg.recompute, micro_batches=cfg.num_microbatches,
+                             predicted_s=est.step_time_s, measured_s=meas, error_pct=100 * (est.step_time_s / meas - 1),
+                             runs_s=list(runs[i]), profile=est.profile, archive_id=ids[i][-1], archive_ids=list(ids[i]),
+                             load_avg=round(os.getloadavg()[0], 2)))
+            if progress: progress(rows[-1])
     df = pd.DataFrame(rows)
     df.attrs["kendall_tau"] = kendall_tau(list(df.predicted_s), list(df.measured_s)) if len(df) > 1 else float("nan")
     return df
@@ -69,13 +89,16 @@ def cli_sweep(argv: list[str]) -> int:
     p.add_argument("--steps", type=int, default=6); p.add_argument("--profile", default="auto", help="profile name, or auto")
     p.add_argument("--archive", default=None, help="archive file (default: the user's archive)")
     p.add_argument("--figure", default=None, help="write the predicted-vs-measured figure to this HTML file")
+    p.add_argument("--repeats", type=int, default=1, help="runs of each configuration, interleaved (measured: their median)")
+    p.add_argument("--all-variants", action="store_true", help="ZeRO / recompute / SP variants of one layout too (default: its fastest)")
     p.add_argument("--json", action="store_true")
     a = p.parse_args(argv)
     if not 1 <= a.top <= 16: p.error(f"--top {a.top}: use 1..16")
     if not 1 <= a.world <= 8: p.error(f"--world {a.world}: use 1..8 local ranks")
+    if not 1 <= a.repeats <= 9: p.error(f"--repeats {a.repeats}: use 1..9")
     say = None if a.json else (lambda r: print(f"{r['rank']}. {r['layout']}: predicted {r['predicted_s'] * 1e3:.1f} ms, "
                                                f"measured {r['measured_s'] * 1e3:.1f} ms ({r['error_pct']:+.0f} %)", flush=True))
-    df = sweep(a.model, a.world, a.global_batch, a.top, max(a.steps, 3), min(2, max(a.steps, 3) - 1), a.profile, a.archive, say)
+    df = sweep(a.model, a.world, a.global_batch, a.top, max(a.steps, 3), min(2, max(a.steps, 3) - 1), a.profile, a.archive, say, a.repeats, not a.all_variants)
     tau = df.attrs["kendall_tau"]
     if a.figure: sweep_figure(df).write_html(a.figure, include_plotlyjs=True)
     emit({"rows": df.to_dict("records"), "kendall_tau": tau}, a.json, f"Kendall τ (predicted vs measured): {tau:.2f} over {len(df)} configs")
