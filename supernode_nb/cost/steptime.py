@@ -298,10 +298,10 @@ def _comm(model, C, mem, links, t, o):
     rs2, ag2, ag3, rs3 = per("reduce_scatter", rw), per("all_gather", w), per("all_gather", w, z3f), per("reduce_scatter", rw, z3f)   # (and root)
     hid = lambda x, win: x - o["hide"] * np.minimum(x, o["dp_overlap"] * win) if o["profile"] is not None else X(x, o["dp_overlap"] * win)   # a profile hides its measured share
     last = np.minimum(1.0, o["bucket"] / np.maximum(rw * (Pd + Pe), 1))   # the last bucket waits on the end of the backward
-    tail = lambda x, win: last * x + hid((1 - last) * x, win)
+    tail = lambda x, win, last=last: last * x + hid((1 - last) * x, win)   # this engine's ZeRO-2: the last shard's call waits
     z1 = rs + ag if eng else tail(rs, t["t_bwd"]) + hid(ag, t["t_fwd"])   # this engine's ZeRO-1 after the backward, its ZeRO-2's gathers
     out["dp"] = np.select([zero == 0, zero == 1, zero == 2],                  # after the optimizer step
-                          [tail(ar, t["t_bwd"]), z1, m * tail(rs2, t["t_bwd"]) + (ag2 if eng else hid(ag2, t["t_fwd"]))],
+                          [tail(ar, t["t_bwd"]), z1, m * tail(rs2, t["t_bwd"], 1 / nd if eng else last) + (ag2 if eng else hid(ag2, t["t_fwd"]))],
                           m * (hid(ag3, t["t_fwd"]) + hid(ag3 * (1 + (rc == 2) * o.get("regather", True)) + rs3, t["t_bwd"])))
     counts = ct("all_to_all", 8.0 * max(model.experts, 1), "ep")          # each forward first swaps its per-expert token counts
     out["ep"] = np.where((ep > 1) & model.is_moe, m * Ls * ((4 + 2 * (rc == 2)) * ct("ep_dispatch", a2a, "ep")   # a profile adds its
