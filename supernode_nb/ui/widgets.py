@@ -23,7 +23,7 @@ from .dashfigures import (bubble_formula, failure_html, live_figure, rank_table_
 from .figures import estimate_parts
 
 # %% auto #0
-__all__ = ['FaultControl', 'WhereControl', 'RunPanel', 'LiveView', 'DoctorView', 'Dashboard']
+__all__ = ['FaultControl', 'WhereControl', 'RunPanel', 'LiveView', 'DoctorView', 'SweepView', 'Dashboard']
 
 # %% ../../nbs/60_ui/62_widgets.ipynb #b7e9ce32
 class FaultControl:
@@ -214,6 +214,48 @@ class DoctorView:
         self._thread = threading.Thread(target=work, daemon=True); self._thread.start()
         if wait: self._thread.join()
 
+# %% ../../nbs/60_ui/62_widgets.ipynb #16ca069c
+class SweepView:
+    "The planner's `top` runnable layouts of the pick, run here and set predicted beside measured (`runtime.sweep.sweep`)."
+    def __init__(self, state: DashboardState, controller: RunController | None = None, log: ErrorLog | None = None):
+        self.state, self.ctl, self.log = state, controller, log or ErrorLog()
+        self.button = W.Button(description="run sweep", icon="list-ol")
+        self.top = W.BoundedIntText(value=4, min=1, max=16, description="top", layout=W.Layout(width="130px"))
+        self.repeats = W.BoundedIntText(value=1, min=1, max=9, description="repeats", layout=W.Layout(width="150px"))
+        self.fig, self.table, self.status = go.FigureWidget(), W.HTML(), W.HTML()
+        self.df, self._thread = None, None
+        self.button.on_click(self.log.guard(lambda *_: self.run()))
+        self.widget = _box(W.HBox([self.button, self.top, self.repeats, self.status]), self.fig, self.table, cls="snb-sweep-tab")
+
+    def run(self, wait: bool = False, **kw):   # kw: to `sweep` (steps, skip, profile, archive)
+        "Sweep in a background thread, each configuration's result shown as it lands; `wait` blocks until done."
+        from supernode_nb.runtime.sweep import sweep, sweep_figure
+        if self._thread and self._thread.is_alive(): return
+        st, k, disp = self.state, self.top.value, (lambda fn: fn()) if wait else kernel_dispatch
+        gbs = st.config().global_batch_size
+        if self.ctl is not None and self.ctl.running: self.status.value = "a run of the pick is going: sweep after it ends"; return
+        if st.world > 8: self.status.value = f"a sweep runs here, on local ranks: world {st.world} is over 8"; return
+        self.button.disabled, self.status.value = True, f"planning {st.spec().name} on {st.world} local ranks, global batch {gbs}…"
+        def show(text, df=None):
+            if df is not None and len(df):
+                replace_figure(self.fig, sweep_figure(df))
+                self.table.value = df[["rank", "layout", "predicted_s", "measured_s", "error_pct"]].round(4).to_html(index=False)
+            self.status.value, self.button.disabled = text, False
+        def landed(r):
+            text = f"{r['rank']}/{k} {html.escape(r['layout'])}: predicted {1e3 * r['predicted_s']:.1f} ms, measured {1e3 * r['measured_s']:.1f} ms…"
+            disp(functools.partial(setattr, self.status, "value", text))
+        def work():
+            t0 = time.monotonic()
+            try:
+                self.df = sweep(st.spec(), st.world, gbs, k, repeats=self.repeats.value, progress=landed, **kw)
+                tau = self.df.attrs["kendall_tau"]
+                done = functools.partial(show, f"{len(self.df)} layouts in {time.monotonic() - t0:.0f} s; Kendall τ {tau:.2f}", self.df)
+            except Exception as e:
+                self.log.write("sweep", e); done = functools.partial(show, f"sweep failed: {html.escape(str(e))}")
+            disp(done)
+        self._thread = threading.Thread(target=work, daemon=True, name="sweep"); self._thread.start()
+        if wait: self._thread.join()
+
 # %% ../../nbs/60_ui/62_widgets.ipynb #e4f434da
 def _warm_up():
     "In the background: start the ranks' forkserver and import what they import (the first start does not pay for it)."
@@ -222,7 +264,7 @@ def _warm_up():
 
 # %% ../../nbs/60_ui/62_widgets.ipynb #f1319519
 class Dashboard:
-    "The notebook dashboard: strategy picker, placement, pipeline schedule, run panel with the live view, doctor."
+    "The notebook dashboard: strategy picker, placement, pipeline schedule, run panel with the live view, doctor, sweep."
     def __init__(self, state: DashboardState | None = None, launcher=None, debounce: float = 0.15, interval: float = 1.0,
                  warm: bool = True, **picks):
         self.state = state or DashboardState(**picks)
@@ -236,10 +278,12 @@ class Dashboard:
         self.live = LiveView(self.state, self.controller, self.log)
         self.estimate = EstimateView(self.state, self.log, debounce)
         self.doctor = DoctorView(self.state, self.log)
-        self.tabs = W.Tab(children=[self.placement.widget, self.schedule.widget, self.estimate.widget, self.doctor.widget, self.log.out],
-                          titles=("placement", "pipeline schedule", "estimate", "doctor", "log"))
+        self.sweep = SweepView(self.state, self.controller, self.log)
+        self.tabs = W.Tab(children=[self.placement.widget, self.schedule.widget, self.estimate.widget, self.doctor.widget,
+                                    self.sweep.widget, self.log.out],
+                          titles=("placement", "pipeline schedule", "estimate", "doctor", "sweep", "log"))
         self.run.on_start.append(self.live.reset)
-        self.log.on_write.append(lambda n: self.tabs.set_title(4, f"log ({n}) ⚠"))
+        self.log.on_write.append(lambda n: self.tabs.set_title(5, f"log ({n}) ⚠"))
         if warm: threading.Thread(target=_warm_up, daemon=True, name="warm-up").start()
         self.widget = _box(W.HTML("<h3 style='margin:4px 0'>supernode_nb dashboard</h3>"), self.picker.widget, self.suggest.widget,
                            self.tabs, self.run.widget, self.live.widget, cls="snb-dashboard")
