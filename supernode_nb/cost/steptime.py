@@ -292,13 +292,13 @@ def _comm(model, C, mem, links, t, o):
     ar = nbk(Pd) * ct("all_reduce", rw * Pd / nbk(Pd), "dp") + nbk(Pe) * ct("all_reduce", rw * Pe / nbk(Pe), "edp")
     rs = ct("reduce_scatter", rw * Pd, "dp") + ct("reduce_scatter", rw * Pe, "edp")
     ag = ct("all_gather", w * Pd, "dp") + ct("all_gather", w * Pe, "edp")
-    eng, z3f = o.get("engine") == "supernode_nb", o.get("zero3_flat", False)   # ZeRO-3's gathers: NCCL's rings (FSDP's flat
-    nd, ne = (Ls + 1, np.maximum(Ls, 1)) if eng else (1, 1)   # parameters) or one NIC each (DeepSpeed 2021); this engine's ZeRO-2/3:
-    per = lambda op, b, fl=False: nd * ct(op, b * Pd / nd, "dp", fl) + ne * ct(op, b * Pe / ne, "edp", fl)   # one collective per layer
-    rs2, ag2, ag3, rs3 = per("reduce_scatter", rw), per("all_gather", w), per("all_gather", w, z3f), per("reduce_scatter", rw, z3f)   # (and root)
+    eng, z3f = o.get("engine") == "supernode_nb", o.get("zero3_flat", False)   # z3f: ZeRO-3 on one NIC each (DeepSpeed 2021), not rings
+    nd, ne = (Ls + 1, np.maximum(Ls, 1)) if eng else (1, 1)   # this engine's ZeRO-2/3 shard each layer and the stage's root apart
+    per = lambda op, b, fl=False: nd * ct(op, b * Pd / nd, "dp", fl) + ne * ct(op, b * Pe / ne, "edp", fl)   # a collective per shard
+    rs2, ag2, ag3, rs3 = per("reduce_scatter", rw), per("all_gather", w), per("all_gather", w, z3f), per("reduce_scatter", rw, z3f)
     hid = lambda x, win: x - o["hide"] * np.minimum(x, o["dp_overlap"] * win) if o["profile"] is not None else X(x, o["dp_overlap"] * win)   # a profile hides its measured share
     last = np.minimum(1.0, o["bucket"] / np.maximum(rw * (Pd + Pe), 1))   # the last bucket waits on the end of the backward
-    tail = lambda x, win, last=last: last * x + hid((1 - last) * x, win)   # this engine's ZeRO-2: the last shard's call waits
+    tail = lambda x, win, last=last: last * x + hid((1 - last) * x, win)   # (this engine's ZeRO-2: its last shard's call)
     z1 = rs + ag if eng else tail(rs, t["t_bwd"]) + hid(ag, t["t_fwd"])   # this engine's ZeRO-1 after the backward, its ZeRO-2's gathers
     out["dp"] = np.select([zero == 0, zero == 1, zero == 2],                  # after the optimizer step
                           [tail(ar, t["t_bwd"]), z1, m * tail(rs2, t["t_bwd"], 1 / nd if eng else last) + (ag2 if eng else hid(ag2, t["t_fwd"]))],

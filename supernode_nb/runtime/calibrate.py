@@ -177,7 +177,7 @@ def _fit_rows(world: int, rows: list, group_sizes, ops, backend: str | None = No
               bandwidth_GBps: float | None = None) -> tuple[dict, list[str]]:   # for fits whose records show no bandwidth
     "Fitted [GB/s, latency s, per-call s] per op (and 'all' ops together) for each group size in a world of `world`; and"
     "the fits ('2×2 all') whose bandwidth is `bandwidth_GBps`, not measured (noise hid how time grows with size): without"
-    "one, those are left out."
+    "one, those are left out, and so is a group left without its pooled fit (the nearest group measured prices it)."
     out, assumed = {}, []
     for g in group_sizes:
         recs = [r for r in rows if r["group_size"] == g]
@@ -189,7 +189,7 @@ def _fit_rows(world: int, rows: list, group_sizes, ops, backend: str | None = No
                 if bandwidth_GBps is None: continue
                 try: fits[op] = list(fit_latency(sel, bandwidth_GBps, backend=backend)); assumed.append(f"{world}×{g} {op}")
                 except ValueError: pass
-        out[f"{world}×{g}"] = fits
+        if "all" in fits: out[f"{world}×{g}"] = fits    # a group is priced by its pooled fit
     return out, assumed
 
 # %% ../../nbs/40_runtime/45_calibrate.ipynb #a5821835
