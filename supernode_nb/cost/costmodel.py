@@ -160,13 +160,18 @@ def _fixes(cfg: ParallelConfig) -> list[tuple[str, ParallelConfig]]:
         out.append((f"pp={cfg.pp * 2}, dp={cfg.dp // 2}", cfg.replace(pp=cfg.pp * 2, dp=cfg.dp // 2)))
     return out
 
+def _gib(b) -> str:
+    "Bytes in GiB, or MiB / KiB below one (a tiny model's state read 0.0 GiB everywhere)."
+    for unit, k in (("GiB", GiB), ("MiB", 2 ** 20), ("KiB", 2 ** 10)):
+        if abs(b) >= k: return f"{b / k:.1f} {unit}"
+    return f"{b:.0f} B"
+
 def _advice(model, cfg, topo, est, eff, dp_overlap, mem_fraction, allow_uneven, **kw) -> list[str]:
-    G = lambda b: f"{b / GiB:.1f} GiB"
     big = max(est.memory_breakdown, key=est.memory_breakdown.get)
-    out = [f"out of memory: {G(est.memory_per_device_bytes)} > {G(est.memory_limit_bytes)} per device; biggest: {big} ({G(est.memory_breakdown[big])})"]
+    out = [f"out of memory: {_gib(est.memory_per_device_bytes)} > {_gib(est.memory_limit_bytes)} per device; biggest: {big} ({_gib(est.memory_breakdown[big])})"]
     fs, ls = est.memory_by_stage["first"], est.memory_by_stage["last"]
     if cfg.pp > 1 and abs(fs - ls) > 0.1 * max(fs, ls):
-        out.append(f"split unbalanced: first stage {G(fs)}, last stage {G(ls)} — move layers off the {'first' if fs > ls else 'last'} stage first")
+        out.append(f"split unbalanced: first stage {_gib(fs)}, last stage {_gib(ls)} — move layers off the {'first' if fs > ls else 'last'} stage first")
     cands = [(n, c) for n, c in _fixes(cfg) if not check(model, c) or (allow_uneven and all("not divisible into pp" in e for e in check(model, c)))]
     if cands:
         C = _columns([c for _, c in cands])
@@ -174,7 +179,7 @@ def _advice(model, cfg, topo, est, eff, dp_overlap, mem_fraction, allow_uneven, 
         ok = [(float(r["tokens_per_s"][i]), n, float(r["memory"][i])) for i, (n, _) in enumerate(cands) if r["memory"][i] <= est.memory_limit_bytes]
         if ok:
             tps, n, mem = max(ok)
-            out.append(f"fix: {n} → {G(mem)} per device, {tps:,.0f} tokens/s")
+            out.append(f"fix: {n} → {_gib(mem)} per device, {tps:,.0f} tokens/s")
             return out
     out.append("no single change fits: raise tp or pp further, or use more devices")
     return out
@@ -218,8 +223,6 @@ def loaded_estimate(model: ModelSpec, cfg: ParallelConfig, profile,   # a CPU `M
                    hw_tflops_per_device=full.hw_tflops_per_device * k, mfu=full.mfu * k, hfu=full.hfu * k)
 
 # %% ../../nbs/10_cost/12_costmodel.ipynb #aef297a7
-def _gib(b): return f"{b / GiB:.1f} GiB"
-
 def _estimate_text(e: Estimate) -> str:
     b = e.breakdown
     comm = ", ".join(f"{a} {v:.3g}s" for a, v in b["comm_s"].items() if v > 0) or "none"
