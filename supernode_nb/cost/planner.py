@@ -16,7 +16,7 @@ from ..foundation.topology import Topology, TopologyError, get_topology, topolog
 from ..foundation.capabilities import backend_for, engine_gap_columns
 from .memory import DTYPE_BYTES
 from .steptime import ATTENTION_KERNELS
-from .costmodel import (resolve_dtype, _resolve_profile, _costs, _analytic_links, efficiency_for, estimate, CATEGORIES, COMM_AXES,
+from .costmodel import (resolve_dtype, _resolve_profile, _gib, _costs, _analytic_links, efficiency_for, estimate, CATEGORIES, COMM_AXES,
                                     SCHEDULE_CODE, RECOMPUTE_CODE)
 
 # %% auto #0
@@ -155,7 +155,7 @@ def _family_reasons(fam: np.ndarray, inv: np.ndarray, valid, reasons: dict, fits
         else:
             i = least[f]
             big = max(CATEGORIES, key=lambda k: breakdown[k][i])
-            reason = f"out of memory: least {memory[i] / GiB:.1f} GiB > {limit / GiB:.1f} GiB (biggest: {big})"
+            reason = f"out of memory: least {_gib(memory[i])} > {_gib(limit)} (biggest: {big})"
         tp, cp, pp, ep = (int(x) for x in fam[f])
         out.append(dict(tp=tp, cp=cp, pp=pp, ep=ep, reason=reason))
     return out
@@ -329,7 +329,7 @@ def _plan_text(p: Plan, families: int = 8) -> str:
         out.append(f"{i + 1:>3}. tp{c['tp']} cp{c['cp']} pp{c['pp']} dp{c['dp']} ep{c['ep']} mbs{c['micro_batch_size']} "
                    f"{c['schedule']}{'×' + str(c['virtual_stages']) if c['virtual_stages'] > 1 else ''} zero{c['zero']} "
                    f"rc={c['recompute']}{' sp' if c['sequence_parallel'] else ''}: {r['tokens_per_s']:,.0f} tokens/s on "
-                   f"{r['devices']}, MFU {100 * r['mfu']:.1f} %, {r['memory_per_device_bytes'] / GiB:.1f} GiB"
+                   f"{r['devices']}, MFU {100 * r['mfu']:.1f} %, {_gib(r['memory_per_device_bytes'])}"
                    + ("" if r.get("runnable", True) else f" — not runnable here: {'; '.join(r['lacks'])}"))
     out.append("rejected: " + ", ".join(f"{k} ({v:,})" for k, v in sorted(p.rejected.items(), key=lambda x: -x[1])))
     out += [f"  tp{f['tp']} cp{f['cp']} pp{f['pp']} ep{f['ep']}: {f['reason']}" for f in p.families[:families]]
