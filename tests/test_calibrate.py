@@ -38,13 +38,14 @@ def test_charged_collectives_are_the_runtimes(model, cfg):
     assert mp.active_children() == []
 
 
-@pytest.mark.parametrize("cfg", [P(tp=2, global_batch_size=1), P(tp=2, global_batch_size=1, sequence_parallel=True)])
+@pytest.mark.parametrize("cfg", [P(tp=2, global_batch_size=1), P(tp=2, global_batch_size=1, sequence_parallel=True),
+                                 P(cp=2, global_batch_size=1), P(cp=4, global_batch_size=1), P(cp=2, tp=2, global_batch_size=1)])
 def test_priced_operators_are_the_engines(cfg):
-    "The operators the cost model prices per micro-batch under tp are the ones the engine dispatches (counted on rank 0)."
+    "The operators the cost model prices per micro-batch under tp and cp are the ones the engine dispatches (counted on rank 0)."
     from supernode_nb.cost.steptime import engine_ops, blocking_collectives, _columns, _memory, _counts
     n = spawn("supernode_nb.runtime.accuracy:op_count_worker", cfg.world_size, model=TINY.to_dict(), cfg=cfg.to_dict())[0]
     C = _columns([cfg]); mem = _memory(TINY, C, _counts(TINY), True, 4)[2]
-    priced = engine_ops(TINY, TINY.layers, 1, 0, cfg.tp, cfg.sequence_parallel)["fwd_bwd"] + blocking_collectives(TINY, C, mem)[0]
+    priced = engine_ops(TINY, TINY.layers, 1, 0, cfg.tp, cfg.sequence_parallel, cfg.cp)["fwd_bwd"] + blocking_collectives(TINY, C, mem)[0]
     assert n == int(priced[0]), (n, priced)
 
 

@@ -84,9 +84,7 @@ FP32_TFLOPS = {"A100 80GB SXM": 19.5, "H100 SXM": 66.9, "H100 96GB HBM2e (500 W)
 FP32_RATIO_ASSUMED = 1 / 8        # accelerators without an fp32 figure here: 1/8 of the bf16 peak (assumed)
 FP8_TFLOPS = {"H100 SXM": 1978.9, "H100 96GB HBM2e (500 W)": 1978.9, "B200 (GB200)": 5000.0}   # datasheets, dense float8 (half the sparse figure)
 
-def peak_tflops(chip,                # a `topology.Chip`
-                dtype: str = "bf16"  # compute dtype: bf16, fp16, fp32 or fp8
-               ) -> tuple[float, str]:
+def peak_tflops(chip, dtype: str = "bf16") -> tuple[float, str]:   # a `topology.Chip`; bf16, fp16, fp32 or fp8
     "(peak TFLOP/s of `chip` in `dtype`, where the figure comes from)."
     if dtype in ("bf16", "fp16"): return float(chip.tflops_bf16), "datasheet bf16"
     if dtype == "fp8":
@@ -109,8 +107,7 @@ def efficiency_for(chip, efficiency: float | None = None) -> tuple[float, str]:
     return float(np.mean(list(EFFICIENCY.values()))), f"uncalibrated: no published runs for {chip.name!r}; mean of fitted devices"
 
 ATTENTION_KERNELS = ("native", "fa2")
-FA2_ON_HOPPER = 1.65     # an FA2-class kernel (sm80 code) on Hopper or later, in native kernels' time: FA3's paper measures
-                         # itself 1.5-2.0x faster forward, 1.5-1.75x backward (2.5x the FLOPs) than FA2 on H100 (Shah et al. 2024)
+FA2_ON_HOPPER = 1.65     # an FA2-class (sm80) kernel on Hopper+, in native kernels' time (FA3 vs FA2 on H100: 1.5-2.0x fwd, 1.5-1.75x bwd)
 SM90_PLUS = ("H100", "H200", "H800", "B200", "B300")   # chips whose native attention kernels FA2's code does not use
 
 def attention_slowdown(chip, attention: str = "native") -> float:
@@ -127,8 +124,7 @@ CAUSAL_EXECUTED = 1.0    # s² attention FLOPs priced at the matmul rate: a caus
 OPS_PER_LAYER = 24       # operators (kernels) of one layer's forward: ~12 fused, the rest eager (a profile prices each)
 KERNEL_GAP_S = 3e-6      # seconds a device idles between two dependent kernels (launch latency)
 OVERLAP_CONTENTION = 0.15  # a collective and the compute beside it on an accelerator each run 1/(1 + this) as fast: max + 0.15 × min
-MOE_HOST_S = 6e-3        # seconds per MoE layer and micro-batch the host holds the device in a dropless dispatch (it syncs on the
-                         # token counts, then the layer runs as fast as the host launches it): fitted, `published.fit_moe_host`
+MOE_HOST_S = 6e-3        # s per MoE layer and micro-batch a dropless dispatch holds the device (host syncs on token counts): `published.fit_moe_host`
 SCORE_ELEMS = 4.5        # without flash attention: elements read + written per attention score (fused softmax 2, dropout 2.5)
 LOGIT_BYTES = 28         # per logit and micro-batch: bf16 out (2), fp32 upcast (2 + 4), softmax (4 + 4), its gradient (4 + 4), bf16 downcast (4)
 EAGER_REPLICATED = 42.0  # eager PyTorch, unfused: fp32 RMSNorm in 6 kernels (18 two-byte elements, ×2), residual adds (3, ×2)
@@ -170,6 +166,7 @@ def _fp8_cast_bytes(model: ModelSpec, mbs, tp, cp, ep=1):
 # %% ../../nbs/10_cost/16_steptime.ipynb #6ea83edb
 ENGINE_OPS = dict(layer=100, layer_recompute=64, layer_selective=7, expert=49.6, expert_recompute=31.5, stage=37,   # fwd + bwd
                   layer_tp=8, stage_tp=37, layer_sp=34, stage_sp=53,    # tp > 1 (and SP): the wrappers' operators, collectives apart
+                  layer_cp=350, cp_step=220, stage_cp=5, cp_rerun=130, cp_rerun_step=81.5,   # cp > 1: ring attention, + per step past one
                   opt_layer=108, opt_expert=32.6, opt_stage=47)                                 # AdamW (foreach=False)
 
 def engine_ops(model: ModelSpec,   # the model
@@ -177,17 +174,20 @@ def engine_ops(model: ModelSpec,   # the model
                ep=1,               # expert-parallel degree (experts per rank = experts / ep)
                rc=0,               # recompute code (1 = selective, 2 = full)
                tp=1,               # tensor-parallel degree (the count does not depend on it beyond 1)
-               sp=False            # sequence parallelism
+               sp=False,           # sequence parallelism
+               cp=1                # context-parallel degree (ring attention: cp − 1 steps past the first)
               ) -> dict:
     "Aten operators this engine dispatches for one micro-batch's forward + backward on a stage (`recompute`: of them re-run"
     "in backward, in `regions` checkpointed regions), and for its AdamW step."
     E = model.experts / np.asarray(ep) if model.is_moe else 0
     full, sel = np.asarray(rc) == 2, np.asarray(rc) == 1
     k = ENGINE_OPS
-    rec = layers * (full * (k["layer_recompute"] + E * k["expert_recompute"]) + sel * k["layer_selective"])
+    ring = np.maximum(np.asarray(cp) - 1, 0); cpx = ring > 0
+    rec = layers * (full * (k["layer_recompute"] + E * k["expert_recompute"]) + sel * k["layer_selective"]
+                    + (full | sel) * cpx * (k["cp_rerun"] + ring * k["cp_rerun_step"]))   # selective re-runs the ring too
     tpx = np.asarray(tp) > 1
     par = np.where(tpx & np.asarray(sp, dtype=bool), layers * k["layer_sp"] + k["stage_sp"], tpx * (layers * k["layer_tp"] + k["stage_tp"]))
-    fb = layers * (k["layer"] + E * k["expert"]) + k["stage"] + rec + par
+    fb = layers * (k["layer"] + E * k["expert"]) + k["stage"] + rec + par + cpx * (layers * (k["layer_cp"] + ring * k["cp_step"]) + k["stage_cp"])
     return dict(fwd_bwd=fb, recompute=rec, regions=layers * (full | sel),
                 optimizer=layers * (k["opt_layer"] + E * k["opt_expert"]) + k["opt_stage"])
 
@@ -217,7 +217,7 @@ def _compute(model, C, c, mem, rate, hbm_GBps, o):
     core_mb, slow = Ls * core_f * (3 + (rc >= 1)), o.get("attn_slow", 1.0)   # attention core FLOPs; > 1: sm80 kernel on Hopper
     if o["profile"] is None: t_mm = (mb_f - f8) / rate + f8 / o.get("rate8", rate) + n_ops * KERNEL_GAP_S
     else:
-        P, ops = o["profile"], engine_ops(model, Ls, C["ep"], rc, tp, sp)
+        P, ops = o["profile"], engine_ops(model, Ls, C["ep"], rc, tp, sp, cp)
         t_mm = _vec(lambda f, n, g, k, r: P.compute_s(f, dtype=o["dtype"], ranks_per_host=int(r), n_ops=int(n)) + P.recompute_s(g, k, int(r)))(
             mb_f, ops["fwd_bwd"] - ops["recompute"], ops["regions"], ops["recompute"], o["rph"])
     t_core, t_mm = t_mm * core_f / mb_f * slow, t_mm + ((slow - 1) * core_mb / rate if slow != 1 else 0.0)   # a core pass; sm80's extra
@@ -306,9 +306,9 @@ def _comm(model, C, mem, links, t, o):
     counts = ct("all_to_all", 8.0 * max(model.experts, 1), "ep")          # each forward first swaps its per-expert token counts
     out["ep"] = np.where((ep > 1) & model.is_moe, m * Ls * ((4 + 2 * (rc == 2)) * ct("ep_dispatch", a2a, "ep")   # a profile adds its
                                                              + (1 + (rc == 2)) * counts), 0)                    # measured imbalance
-    if o["profile"] is not None:      # the step's gradient sync waits for the last rank to finish its compute (a pipeline
-        sync = _vec(lambda c_, r: o["profile"].sync_wait(c_, int(r)))(m * t["t_mb"], o["rph"])   # staggers its stages:
-        out["dp"] = out["dp"] + np.where((mem["D"] > 1) & (pp == 1), sync, 0)                  # its waits are bubble)
+    if o["profile"] is not None:      # the step's gradient sync waits for the last replica to finish its compute (a pipeline
+        sync = _vec(lambda c_, r: o["profile"].sync_wait(c_, int(r)))(m * t["t_mb"], o["rph"])   # staggers its stages: its waits
+        out["dp"] = out["dp"] + np.where((C["dp"] > 1) & (pp == 1), sync, 0)   # are bubble; cp's ring already syncs every layer)
     return out
 
 # %% ../../nbs/10_cost/16_steptime.ipynb #0f18363e

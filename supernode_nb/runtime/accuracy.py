@@ -28,6 +28,7 @@ LAYOUTS: dict[str, tuple[str, ParallelConfig]] = {
     "dp4":              ("tiny-gpt", _P(dp=4, global_batch_size=8)),
     "tp2":              ("tiny-gpt", _P(tp=2, global_batch_size=4)),
     "tp2 sp sel-rc":    ("tiny-gpt", _P(tp=2, global_batch_size=4, sequence_parallel=True, recompute="selective")),
+    "cp2":              ("tiny-gpt", _P(cp=2, global_batch_size=4)),
     "pp2 1f1b m2":      ("tiny-gpt", _P(pp=2, global_batch_size=2)),
     "pp2 1f1b m4":      ("tiny-gpt", _P(pp=2, global_batch_size=4)),
     "pp2 gpipe m8":     ("tiny-gpt", _P(pp=2, global_batch_size=8, schedule="gpipe")),
@@ -73,9 +74,10 @@ def _rank_model(rank: int, model: dict, cfg: dict):
     from supernode_nb.parallel.engine import parallelize
     torch.set_num_threads(1)
     spec, c = ModelSpec(**model), ParallelConfig(**cfg)
-    layout = RankLayout.from_config(c)
-    pm = parallelize(spec, c, layout, rank, Comm.from_layout(layout, rank))
-    return pm, torch.randint(0, spec.vocab, (c.micro_batch_size, spec.seq_len))
+    from supernode_nb.parallel.cp import cp_shard
+    layout = RankLayout.from_config(c); comm = Comm.from_layout(layout, rank)
+    pm = parallelize(spec, c, layout, rank, comm)
+    return pm, cp_shard(torch.randint(0, spec.vocab, (c.micro_batch_size, spec.seq_len)), comm.size("cp"), comm.index("cp"))
 
 def op_count_worker(rank: int, world_size: int, model: dict, cfg: dict) -> int | None:
     "Worker: aten operators (collectives included) of one micro-batch's forward + backward on rank 0 of `cfg` (no pipeline)."
