@@ -82,6 +82,7 @@ class RunPanel:
         self.start_btn.on_click(g(self.start)); self.stop_btn.on_click(g(self.stop))
         state.observe(g(self.sync), ["status", "rank_states", "failure", "message", "progress", "version", "stragglers"])
         self.on_start: list = []          # callbacks(controller) run after a start (the live view resets its figure)
+        self.busy: list = []              # callables: why the host is taken now (a sweep running), else None
         self.fault, self.where = FaultControl(state), WhereControl()
         self.sync()
         self.widget = _box(W.HBox([self.steps, self.start_btn, self.stop_btn, self.progress]), self.where.widget, self.fault.widget, self.status,
@@ -95,6 +96,8 @@ def start(self: RunPanel, *_):
     except ConfigError as e:
         self.status.value = f'<span style="color:#cf222e">cannot start: {html.escape("; ".join(e.errors))}</span>'; return
     if self.ctl.running: return
+    if why := next((r for f in self.busy if (r := f())), None):
+        self.status.value = f'<span style="color:#cf222e">cannot start: {html.escape(why)}</span>'; return
     if isinstance(self.ctl.launcher, (LocalLauncher, ClusterLauncher)):   # a launcher given to the Dashboard is kept
         self.ctl.launcher = self.where.launcher(self.state.world)
     for f in self.on_start: f(self.ctl)
@@ -227,10 +230,13 @@ class SweepView:
         self.button.on_click(self.log.guard(lambda *_: self.run()))
         self.widget = _box(W.HBox([self.button, self.top, self.repeats, self.status]), self.fig, self.table, cls="snb-sweep-tab")
 
+    @property
+    def running(self) -> bool: return bool(self._thread and self._thread.is_alive())
+
     def run(self, wait: bool = False, **kw):   # kw: to `sweep` (steps, skip, profile, archive)
         "Sweep in a background thread, each configuration's result shown as it lands; `wait` blocks until done."
         from supernode_nb.runtime.sweep import sweep, sweep_figure
-        if self._thread and self._thread.is_alive(): return
+        if self.running: return
         st, k, disp = self.state, self.top.value, (lambda fn: fn()) if wait else kernel_dispatch
         gbs = st.config().global_batch_size
         if self.ctl is not None and self.ctl.running: self.status.value = "a run of the pick is going: sweep after it ends"; return
@@ -283,6 +289,7 @@ class Dashboard:
                                     self.sweep.widget, self.log.out],
                           titles=("placement", "pipeline schedule", "estimate", "doctor", "sweep", "log"))
         self.run.on_start.append(self.live.reset)
+        self.run.busy.append(lambda: "a sweep is running on this host" if self.sweep.running else None)
         self.log.on_write.append(lambda n: self.tabs.set_title(5, f"log ({n}) ⚠"))
         if warm: threading.Thread(target=_warm_up, daemon=True, name="warm-up").start()
         self.widget = _box(W.HTML("<h3 style='margin:4px 0'>supernode_nb dashboard</h3>"), self.picker.widget, self.suggest.widget,
