@@ -38,6 +38,7 @@ class MachineProfile:
     recompute_op_s: float = 0.0    # seconds per operator re-run in backward (its unpack hook included)
     penalty_s: dict = field(default_factory=dict)  # str(ranks on the host) -> compute seconds lost per blocking collective
     overlap: dict = field(default_factory=dict)    # str(ranks on the host) -> share of an async collective hidden by compute
+    queue: dict = field(default_factory=dict)      # str(ranks on the host) -> share of async collectives queued back to back left exposed
     skew: dict = field(default_factory=dict)       # str(ranks on the host) -> wait at a sync point per second of compute before it
     load_avg: float = 0.0          # 1-minute load average while measured (the machine may be shared)
     detail: dict = field(default_factory=dict)     # raw timings behind the figures
@@ -197,6 +198,12 @@ def sync_wait(self: MachineProfile, compute_s: float, ranks_per_host: int = 1) -
 def hidden(self: MachineProfile, ranks_per_host: int = 1) -> float:
     "Share of an async collective that compute beside it hides on this machine (1.0 when unmeasured: the preset's assumption)."
     return _nearest(self.overlap, ranks_per_host, 1.0)
+
+@patch
+def queued(self: MachineProfile, ranks_per_host: int = 1) -> float:
+    "Share of async collectives queued back to back (ZeRO's reduce-scatters) that the compute beside them leaves exposed:"
+    "the backend's threads run queued calls side by side, and compute hides some of them (`1 − hidden` when unmeasured)."
+    return _nearest(self.queue, ranks_per_host, 1.0 - self.hidden(ranks_per_host))
 
 @patch
 def executor_s(self: MachineProfile, microbatches: int = 1, ranks_per_host: int = 1) -> float:

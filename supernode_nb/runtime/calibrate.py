@@ -242,7 +242,7 @@ def calibrate(quick: bool = False,              # 2 and 4 ranks, fewer sizes and
     phases = {"one process": round(time.monotonic() - t0, 1)}
     devices = cores if kind == "cpu" else (torch.cuda.device_count() if kind == "cuda" else torch.npu.device_count())
     backend = {"cpu": "gloo", "cuda": "nccl", "npu": "hccl"}[kind]
-    shares, links, rows, penalty, overlap, in_rank, skew, background, assumed = {}, {}, [], {}, {}, {}, {}, {}, []
+    shares, links, rows, penalty, overlap, queue, in_rank, skew, background, assumed = {}, {}, [], {}, {}, {}, {}, {}, {}, []
     sizes = (4 << 10, 1 << 20) if quick else (4 << 10, 64 << 10, 1 << 20)   # quick: the ends; 256 KB often hid the bandwidth
     preset_bw = get_topology("local").levels[0].bandwidth_GBps if kind == "cpu" else None   # where sizes hide the bandwidth
     ops = ("all_reduce", "all_to_all", "send_recv", "handoff") + (() if quick else ("all_gather", "reduce_scatter"))
@@ -253,12 +253,12 @@ def calibrate(quick: bool = False,              # 2 and 4 ranks, fewer sizes and
         if kind == "cpu": background[str(w)] = r.get("background_cores", 0.0); r = _to_idle(r, cores, w)
         if r["share"] is not None: shares[str(w)] = r["share"]
         if r.get("fwd_bwd_s"): in_rank[str(w)] = r["fwd_bwd_s"]
-        penalty[str(w)], overlap[str(w)], skew[str(w)] = r["penalty_s"], r["overlap"], r["skew"]
+        penalty[str(w)], overlap[str(w)], queue[str(w)], skew[str(w)] = r["penalty_s"], r["overlap"], r["queue"], r["skew"]
         fitted, unmeasured = _fit_rows(w, r["rows"], gs, ops, backend, preset_bw)
         links.update(fitted); assumed += unmeasured; rows += [dict(x, world=w) for x in r["rows"]]
         phases[f"{w} ranks"] = round(time.monotonic() - t0 - sum(phases.values()), 1)
         say(f"{w} ranks: {background.get(str(w), 0.0):.2f} cores busy elsewhere (divided out), share {shares.get(str(w))}, penalty {1e6 * penalty[str(w)]:.0f} µs per collective, "
-            f"overlap {overlap[str(w)]:.2f}, skew {skew[str(w)]:.3f} s per s of compute, links {fitted}")
+            f"overlap {overlap[str(w)]:.2f}, queued exposed {queue[str(w)]:.2f}, skew {skew[str(w)]:.3f} s per s of compute, links {fitted}")
     probes.append(probe_s(m, probe, dev))
     say(f"speed check: {1e3 * probes[0]:.2f} ms at the start, {1e3 * probes[1]:.2f} ms at the end")
     level = "loopback" if kind == "cpu" else "node"
@@ -273,7 +273,7 @@ def calibrate(quick: bool = False,              # 2 and 4 ranks, fewer sizes and
     return MachineProfile(name or f"{host}-{kind}", kind, host, time.time(), topology or ("local" if kind == "cpu" else f"local-{kind}"),
                           devices, rates, proc["op_s"], proc["opt_op_s"], mem, proc["microbatch_s"], proc["step_s"], shares,
                           {level: links} if links else {}, ep_imbalance("tiny-moe", 2), proc["region_s"], proc["recompute_op_s"],
-                          penalty, overlap, skew, round(os.getloadavg()[0], 2),
+                          penalty, overlap, queue, skew, round(os.getloadavg()[0], 2),
                           dict(proc["detail"], model=m.name, link_rows=rows, bandwidth_assumed=assumed, background_cores=background, probe_s=statistics.median(probes), probes_s=probes, seconds=round(time.monotonic() - t0, 1), phase_s=phases,
                                threads_per_rank=1, backend=backend), backend=backend)
 
@@ -294,7 +294,7 @@ def _profile_text(p: MachineProfile, where: str) -> str:
                       f"  matmul {', '.join(f'{k} {v * 1e3:.1f} GFLOP/s' for k, v in p.matmul_tflops.items())} per rank; "
                       f"{p.op_s * 1e6:.1f} µs per operator; copy {p.memory_GBps:.1f} GB/s; a supervised rank's step {p.step_s * 1e3:.2f} ms beyond them",
                       f"  share of a core: {', '.join(f'{k} ranks {v:.2f}' for k, v in p.shares.items()) or 'not measured'}",
-                      f"  links: {links or 'not measured'}", f"  EP imbalance {p.ep_imbalance:.2f}; load {p.load_avg}; {p.detail.get('seconds')} s" + _bg_text(p)]
+                      f"  links: {links or 'not measured'}", *_async_text(p), f"  EP imbalance {p.ep_imbalance:.2f}; load {p.load_avg}; {p.detail.get('seconds')} s" + _bg_text(p)]
                      + _probe_text(p))
 
 def _probe_text(p: MachineProfile) -> list[str]:
@@ -304,6 +304,11 @@ def _probe_text(p: MachineProfile) -> list[str]:
     if not a or not b: return []
     moved = f" — the machine's speed moved {100 * (b / a - 1):+.0f} % while measured: calibrate again on a quiet host" if abs(b / a - 1) > 0.5 else ""
     return [f"  speed check (reference forward + backward): {1e3 * a:.2f} ms at the start, {1e3 * b:.2f} ms at the end{moved}"]
+
+def _async_text(p: MachineProfile) -> list[str]:
+    if not p.overlap and not p.queue: return []
+    each = lambda d: ", ".join(f"{k} ranks {v:.2f}" for k, v in d.items()) or "not measured"
+    return [f"  async collectives: one hidden by compute {each(p.overlap)}; queued back to back beside compute, exposed {each(p.queue)}"]
 
 def _bg_text(p: MachineProfile) -> str:
     bg = {k: v for k, v in (p.detail.get("background_cores") or {}).items() if v > 0}

@@ -57,13 +57,17 @@ def contention_worker(rank: int, world_size: int, model: dict, rounds: int = 3, 
 # %% ../../nbs/40_runtime/45_probes.ipynb #b72e5fc1
 def interference_worker(rank: int, world_size: int, model: dict, calls: int = 20, nbytes: int = 1 << 20,
                         phase_s: float = 0.02,    # the compute phase before a sync point, for `skew`
-                        samples: int = 15) -> dict | None:   # interleaved samples of `overlap` and `skew`
+                        samples: int = 12,   # interleaved samples of `overlap` and `skew`
+                        queued: int = 8, queue_budget_s: float = 1.0) -> dict | None:   # `queue`: calls, seconds spent
     "Worker: what communicating costs the compute beside it. `penalty_s`: the time one layer's forward takes right after"
     "a blocking all_reduce of its activations, less its time back to back (a rank that slept in a collective comes back"
     "to cold caches and gloo's threads winding down); `overlap`: of an async all_reduce of `nbytes` and layer forwards"
     "of about its length run together, the share of the shorter one hidden ((t_ar + t_work − t_both) / min); `skew`: the"
     "wait at a sync point after `phase_s` of compute on every rank, beyond the collective itself, per second of the phase"
-    "(ranks sharing cores finish a phase at different times)."
+    "(ranks sharing cores finish a phase at different times); `queue`: of `queued` reduce-scatters of `nbytes` / 4 issued"
+    "async back to back (as ZeRO's backward issues them) with layer forwards about as long as they take one by one run"
+    "beside them, the share left exposed ((t_both − t_work) / t_one_by_one): the median of interleaved samples, as many"
+    "as fit in `queue_budget_s` (4 to 30). It holds what `overlap` does and that queued calls run side by side."
     import torch.distributed as dist
     from supernode_nb.comm.collectives import Comm
     from supernode_nb.parallel.model import GPT
@@ -98,9 +102,21 @@ def interference_worker(rank: int, world_size: int, model: dict, calls: int = 20
     for _ in range(samples):
         dist.barrier(); phases.append(timed(lambda: work(kp))); waits.append(timed(lambda: c.all_reduce(small, "bench")))
     skew = max(statistics.mean(waits) - t_small, 0.0) / statistics.mean(phases)   # the mean: a run pays every wait
-    t = torch.tensor([statistics.median(after) - t_w1, statistics.median(hidden), skew])
+    xs = [torch.ones(max(nbytes // 16, world_size)) for _ in range(queued)]
+    def one_by_one():
+        for t_ in xs: c.reduce_scatter(t_, "bench")
+    def side_by_side():
+        hs = [c.reduce_scatter(t_, "bench", async_op=True) for t_ in xs]; work(kq)
+        for h in hs: h.wait()
+    def triple():
+        dist.barrier(); b = timed(one_by_one); dist.barrier(); w_ = timed(lambda: work(kq)); dist.barrier(); return b, w_, timed(side_by_side)
+    dist.barrier(); first = torch.tensor([timed(one_by_one)]); dist.all_reduce(first, dist.ReduceOp.MAX)
+    kq, n = max(1, round(first.item() / t_w1)), min(30, max(4, int(queue_budget_s / (3 * first.item()))))   # every rank: n samples
+    exposed = [(bo - w_) / max(b, 1e-9) for b, w_, bo in (triple() for _ in range(n))]
+    t = torch.tensor([statistics.median(after) - t_w1, statistics.median(hidden), skew, statistics.median(exposed)])
     dist.all_reduce(t); t /= world_size
-    return {"penalty_s": max(float(t[0]), 0.0), "overlap": min(max(float(t[1]), 0.0), 1.0), "skew": float(t[2])} if rank == 0 else None
+    return {"penalty_s": max(float(t[0]), 0.0), "overlap": min(max(float(t[1]), 0.0), 1.0), "skew": float(t[2]),
+            "queue": min(max(float(t[3]), 0.0), 1.5)} if rank == 0 else None
 
 
 # %% ../../nbs/40_runtime/45_probes.ipynb #633b7c71
