@@ -280,8 +280,9 @@ def _comm(model, C, mem, links, t, o):
     tp_tail, ovl = tp_mb / (2 * np.maximum(tp, 1)), o["tp_overlap"] & (links["tp"]["level"] < o.get("scaleup", 1))   # overlapped in tp
     out["tp"] = np.where(tp > 1, m * np.where(ovl, tp_tail + X(tp_mb - tp_tail, t["t_mm"]), tp_mb), 0)   # chunks, scale-up only
     kv = 2 * C["mbs"] * model.seq_len * model.head_dim * np.maximum(model.n_kv_heads / tp, 1) * w
-    ag, rs = ct("all_gather", kv, "cp"), ct("reduce_scatter", kv, "cp")
-    tc = t["t_core"]; cp_layer = X(ag, tc) * np.where(rc == 2, 2, 1) + X(ag + rs, 2 * tc)   # tc: one core pass
+    ag, rs, sr = ct("all_gather", kv, "cp"), ct("reduce_scatter", kv, "cp"), ct("send_recv", kv / C["cp"], "cp")   # sr: a ring shift
+    tc, c1 = t["t_core"], C["cp"] - 1; cp_layer = X(ag, tc) * np.where(rc == 2, 2, 1) + X(ag + rs, 2 * tc)   # tc: one core pass
+    cp_layer = np.where(o["engine"] == "supernode_nb", (c1 + 1) * sr + c1 * (2 + (rc > 0)) * X(sr, tc / (c1 + 1)), cp_layer)   # this ring
     out["cp"] = np.where(C["cp"] > 1, m * Ls * cp_layer, 0)
     p2p = ct("send_recv", act / tp, "pp")                 # Megatron's interleaved schedule overlaps each send with the next
     ovl = (C["sched"] == SCHEDULE_CODE["interleaved"]) & (o.get("engine") == "megatron")   # chunk's compute; the fill's are exposed
@@ -316,11 +317,10 @@ def _rph(topo: Topology, C: dict):   # ranks sharing one host (node)
     return np.minimum(C["tp"] * C["cp"] * C["dp"] * C["pp"], topo.devices_per_node)
 
 def blocking_collectives(model: ModelSpec, C: dict, mem: dict) -> tuple:
-    "(per micro-batch, per step) blocking collectives this engine issues on the slowest (last) stage, as its recorder counts them: tp's 4"
-    "per layer (+1 re-run under full recompute; an all-gather and a reduce-scatter each under SP, +1 at the loss's end), the embedding's 1 and"
-    "loss's 3 (2 under SP); ep's split sizes and 4 exchanges per layer; cp's ring passes; pp's sends; ZeRO-2's reduce-scatter and ZeRO-3's"
-    "2 gathers + 1 per shard (a layer's on each axis, the root's); per step dp's buckets (ZeRO-1: a reduce-scatter and a gather per axis;"
-    "ZeRO-2: a gather per shard), the loss's average, SP's norms, pp's loss broadcast."
+    "(per micro-batch, per step) blocking collectives this engine issues on the slowest (last) stage, as its recorder counts them: tp's 4 per layer"
+    "(+1 re-run under full recompute; an all-gather and a reduce-scatter each under SP, +1 at the loss's end), the embedding's 1 and loss's 3 (2 under"
+    "SP); ep's split sizes and 4 exchanges per layer; cp's ring passes; pp's sends; ZeRO-2's reduce-scatter and ZeRO-3's 2 gathers + 1 per shard (a"
+    "layer's per axis, the root's); per step dp's buckets (ZeRO-1: an RS and a gather per axis; ZeRO-2: a gather per shard), the loss's average, SP's norms, pp's loss broadcast."
     tp, ep, cp, pp, v, sp, zero = (C[k] for k in ("tp", "ep", "cp", "pp", "v", "sp", "zero"))
     Ls, full = mem["Ls"], (C["rc"] == 2); pairs = Ls * (4 + full)
     D, E = 1 * (mem["D"] > 1), 1 * ((mem["edp"] > 1) & (mem["Pe"] > 0)); shards = D * (Ls + 1) + E * Ls
