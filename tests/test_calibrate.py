@@ -42,7 +42,8 @@ def test_charged_collectives_are_the_runtimes(model, cfg):
                                  P(cp=2, global_batch_size=1), P(cp=4, global_batch_size=1), P(cp=2, tp=2, global_batch_size=1)])
 def test_priced_operators_are_the_engines(cfg):
     "The operators the cost model prices per micro-batch under tp and cp are the ones the engine dispatches (counted on rank 0)."
-    from supernode_nb.cost.steptime import engine_ops, blocking_collectives, _columns, _memory, _counts
+    from supernode_nb.cost.engineops import engine_ops
+    from supernode_nb.cost.steptime import blocking_collectives, _columns, _memory, _counts
     n = spawn("supernode_nb.runtime.accuracy:op_count_worker", cfg.world_size, model=TINY.to_dict(), cfg=cfg.to_dict())[0]
     C = _columns([cfg]); mem = _memory(TINY, C, _counts(TINY), True, 4)[2]
     priced = engine_ops(TINY, TINY.layers, 1, 0, cfg.tp, cfg.sequence_parallel, cfg.cp)["fwd_bwd"] + blocking_collectives(TINY, C, mem)[0]
@@ -103,7 +104,8 @@ def test_parts_line_up_with_a_real_run(prof):
 @pytest.mark.parametrize("model,cfg", [("tiny-gpt", P(dp=2, global_batch_size=2)), ("tiny-moe", P(dp=2, ep=2, global_batch_size=2))])
 def test_priced_ddp_operators_are_the_engines(model, cfg):
     "The operators the cost model prices for this engine's DDP (4 per parameter tensor, 3 per bucket) are the ones it dispatches."
-    from supernode_nb.cost.steptime import engine_tensors, _n_buckets, _columns, _memory, _counts
+    from supernode_nb.cost.engineops import engine_tensors
+    from supernode_nb.cost.steptime import _n_buckets, _columns, _memory, _counts
     m = get_model(model)
     n = spawn("supernode_nb.runtime.accuracy:ddp_op_count_worker", cfg.world_size, model=m.to_dict(), cfg=cfg.to_dict())[0]
     mem = _memory(m, _columns([cfg]), _counts(m), True, 4)[2]

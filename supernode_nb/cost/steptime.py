@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 from ..foundation.config import ModelSpec, ParallelConfig
 from ..foundation.topology import Topology
+from .engineops import ENGINE_OPS, engine_ops, engine_tensors
 from .commcost import collective_time_array, hierarchical_time, _outer_index, _blocks
 from .memory import (_counts, _memory, step_flops, SCHEDULE_CODE, RECOMPUTE_CODE, DTYPE_BYTES, CATEGORIES,
                                      DDP_BUCKET_BYTES)
@@ -17,9 +18,8 @@ from .memory import (_counts, _memory, step_flops, SCHEDULE_CODE, RECOMPUTE_CODE
 __all__ = ['AXIS_GROUPS', 'FP32_TFLOPS', 'FP32_RATIO_ASSUMED', 'FP8_TFLOPS', 'EFFICIENCY', 'ATTENTION_KERNELS', 'FA2_ON_HOPPER',
            'SM90_PLUS', 'HBM_EFFICIENCY', 'BUS_EFFICIENCY', 'ELEM_REPLICATED', 'CAUSAL_EXECUTED', 'OPS_PER_LAYER',
            'KERNEL_GAP_S', 'OVERLAP_CONTENTION', 'MOE_HOST_S', 'SCORE_ELEMS', 'LOGIT_BYTES', 'EAGER_REPLICATED',
-           'EAGER_BACKWARD', 'FP8_CAST_BYTES', 'ENGINE_OPS', 'COMM_AXES', 'ENGINE_BUCKET_BYTES', 'peak_tflops',
-           'efficiency_for', 'attention_slowdown', 'engine_ops', 'engine_tensors', 'blocking_collectives',
-           'collectives_per_step']
+           'EAGER_BACKWARD', 'FP8_CAST_BYTES', 'COMM_AXES', 'ENGINE_BUCKET_BYTES', 'peak_tflops', 'efficiency_for',
+           'attention_slowdown', 'blocking_collectives', 'collectives_per_step']
 
 # %% ../../nbs/10_cost/16_steptime.ipynb #43197a2d
 AXIS_GROUPS = {"tp": "tp", "cp": "cp", "dp": "dp-cp", "pp": "pp", "ep": "ep", "edp": "edp"}   # axis -> layout group its collectives use
@@ -163,45 +163,6 @@ def _fp8_cast_bytes(model: ModelSpec, mbs, tp, cp, ep=1):
     cast, tr = FP8_CAST_BYTES
     return cast * (x + wt), cast * dy + tr * (x + dy + wt)
 
-# %% ../../nbs/10_cost/16_steptime.ipynb #6ea83edb
-ENGINE_OPS = dict(layer=100, layer_recompute=64, layer_selective=7, expert=49.6, expert_recompute=31.5, stage=37,   # fwd + bwd
-                  layer_tp=8, stage_tp=37, layer_sp=34, stage_sp=53,    # tp > 1 (and SP): the wrappers' operators, collectives apart
-                  layer_cp=350, cp_step=220, stage_cp=5, cp_rerun=130, cp_rerun_step=81.5,   # cp > 1: ring attention, + per step past one
-                  opt_layer=108, opt_expert=32.6, opt_stage=47)                                 # AdamW (foreach=False)
-
-def engine_ops(model: ModelSpec,   # the model
-               layers,             # layers on the stage
-               ep=1,               # expert-parallel degree (experts per rank = experts / ep)
-               rc=0,               # recompute code (1 = selective, 2 = full)
-               tp=1,               # tensor-parallel degree (the count does not depend on it beyond 1)
-               sp=False,           # sequence parallelism
-               cp=1                # context-parallel degree (ring attention: cp − 1 steps past the first)
-              ) -> dict:
-    "Aten operators this engine dispatches for one micro-batch's forward + backward on a stage (`recompute`: of them re-run"
-    "in backward, in `regions` checkpointed regions), and for its AdamW step."
-    E = model.experts / np.asarray(ep) if model.is_moe else 0
-    full, sel = np.asarray(rc) == 2, np.asarray(rc) == 1
-    k = ENGINE_OPS
-    ring = np.maximum(np.asarray(cp) - 1, 0); cpx = ring > 0
-    rec = layers * (full * (k["layer_recompute"] + E * k["expert_recompute"]) + sel * k["layer_selective"]
-                    + (full | sel) * cpx * (k["cp_rerun"] + ring * k["cp_rerun_step"]))   # selective re-runs the ring too
-    tpx = np.asarray(tp) > 1
-    par = np.where(tpx & np.asarray(sp, dtype=bool), layers * k["layer_sp"] + k["stage_sp"], tpx * (layers * k["layer_tp"] + k["stage_tp"]))
-    fb = layers * (k["layer"] + E * k["expert"]) + k["stage"] + rec + par + cpx * (layers * (k["layer_cp"] + ring * k["cp_step"]) + k["stage_cp"])
-    return dict(fwd_bwd=fb, recompute=rec, regions=layers * (full | sel),
-                optimizer=layers * (k["opt_layer"] + E * k["opt_expert"]) + k["opt_stage"])
-
-# %% ../../nbs/10_cost/16_steptime.ipynb #aca511a2
-def engine_tensors(model: ModelSpec,   # the model
-                   layers,             # layers on the stage
-                   ep=1,               # expert-parallel degree (local experts = experts / ep)
-                   pp=1) -> np.ndarray:   # pipeline stages: the last holds the final norm and the head, the only one priced
-    "Parameter tensors this engine's GPT holds on the slowest (last) stage: weights, and biases where the model has them."
-    b, g = 1 + int(model.bias), int(model.gated_mlp)
-    mlp = (1 + np.asarray(model.experts) // np.asarray(ep) * (2 + g) * b) if model.is_moe else (2 + g) * b   # MoE: a router
-    stage = np.where(np.asarray(pp) > 1, 0, 1 + int(model.learned_pos)) + b + (0 if model.tied_embeddings else 1)
-    return np.asarray(layers) * (4 * b + mlp) + stage                            # 2 norms, qkv and proj; embeddings, norm, head
-
 # %% ../../nbs/10_cost/16_steptime.ipynb #af8472f1
 def _compute(model, C, c, mem, rate, hbm_GBps, o):
     "Seconds per micro-batch on the slowest stage: total, forward, backward, and the matmul share (for overlap)."
@@ -215,11 +176,13 @@ def _compute(model, C, c, mem, rate, hbm_GBps, o):
     n_ops, fp8 = Ls * OPS_PER_LAYER * (3 + (rc == 2)) * (0.5 if o.get("fused", True) else 1.0), o.get("dtype") == "fp8"   # fp8: the
     f8 = fp8 * Ls * 2 * T * (c["lin"] - c["router"]) / tp * (3 + np.select([rc == 2, rc == 1], [1.0, o.get("selective_mm", 0.0)], 0.0))   # layers' linears
     core_mb, slow = Ls * core_f * (3 + (rc >= 1)), o.get("attn_slow", 1.0)   # attention core FLOPs; > 1: sm80 kernel on Hopper
-    if o["profile"] is None: t_mm = (mb_f - f8) / rate + f8 / o.get("rate8", rate) + n_ops * KERNEL_GAP_S
+    if o["profile"] is None: t_mm, t_ring = (mb_f - f8) / rate + f8 / o.get("rate8", rate) + n_ops * KERNEL_GAP_S, 0.0
     else:
         P, ops = o["profile"], engine_ops(model, Ls, C["ep"], rc, tp, sp, cp)
         t_mm = _vec(lambda f, n, g, k, r: P.compute_s(f, dtype=o["dtype"], ranks_per_host=int(r), n_ops=int(n)) + P.recompute_s(g, k, int(r)))(
             mb_f, ops["fwd_bwd"] - ops["recompute"], ops["regions"], ops["recompute"], o["rph"])
+        ring = np.where(cp > 1, (ENGINE_OPS["layer_cp"] + ENGINE_OPS["cp_step"] * (cp - 2)) / (2 * cp), 0)   # a ring step's operators
+        t_ring = _vec(lambda n, r: P.compute_s(0.0, n_ops=n, ranks_per_host=int(r)))(ring, o["rph"])
     t_core, t_mm = t_mm * core_f / mb_f * slow, t_mm + ((slow - 1) * core_mb / rate if slow != 1 else 0.0)   # a core pass; sm80's extra
     scores = 0 if flash else SCORE_ELEMS * w * mbs * model.heads * (s / cp) * s / tp   # unfused attention: softmax, dropout on b·a·s² scores
     bw = hbm_GBps * 1e9 * HBM_EFFICIENCY
@@ -232,7 +195,7 @@ def _compute(model, C, c, mem, rate, hbm_GBps, o):
     t_mb = (t_mm + Ls * e_pass * (1 + (1 if o.get("fused", True) else EAGER_BACKWARD) + (rc == 2)) + t_logits + c_f * (1 + (rc == 2)) + c_b
             + hold + m_f * (1 + (rc == 2)) + m_b)
     t_fwd = t_mm * fwd_f / mb_f + Ls * e_pass + t_logits / 2 + c_f + hold / 3 + m_f
-    return dict(t_mb=t_mb, t_fwd=t_fwd, t_bwd=t_mb - t_fwd, t_mm=t_mm, t_core=t_core)
+    return dict(t_mb=t_mb, t_fwd=t_fwd, t_bwd=t_mb - t_fwd, t_mm=t_mm, t_core=t_core, t_step=t_core / cp + t_ring)   # t_step: a ring step
 
 # %% ../../nbs/10_cost/16_steptime.ipynb #6cb56de7
 COMM_AXES = ("tp", "cp", "pp", "dp", "ep")
@@ -282,7 +245,7 @@ def _comm(model, C, mem, links, t, o):
     kv = 2 * C["mbs"] * model.seq_len * model.head_dim * np.maximum(model.n_kv_heads / tp, 1) * w
     ag, rs, sr = ct("all_gather", kv, "cp"), ct("reduce_scatter", kv, "cp"), ct("send_recv", kv / C["cp"], "cp")   # sr: a ring shift
     tc, c1 = t["t_core"], C["cp"] - 1; cp_layer = X(ag, tc) * np.where(rc == 2, 2, 1) + X(ag + rs, 2 * tc)   # tc: one core pass
-    cp_layer = np.where(o["engine"] == "supernode_nb", (c1 + 1) * sr + c1 * (2 + (rc > 0)) * X(sr, tc / (c1 + 1)), cp_layer)   # this ring
+    cp_layer = np.where(o["engine"] == "supernode_nb", (c1 + 1) * sr + c1 * (2 + (rc > 0)) * X(sr, t["t_step"]), cp_layer)   # this ring
     out["cp"] = np.where(C["cp"] > 1, m * Ls * cp_layer, 0)
     p2p = ct("send_recv", act / tp, "pp")                 # Megatron's interleaved schedule overlaps each send with the next
     ovl = (C["sched"] == SCHEDULE_CODE["interleaved"]) & (o.get("engine") == "megatron")   # chunk's compute; the fill's are exposed
