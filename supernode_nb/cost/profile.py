@@ -39,6 +39,7 @@ class MachineProfile:
     penalty_s: dict = field(default_factory=dict)  # str(ranks on the host) -> compute seconds lost per blocking collective
     overlap: dict = field(default_factory=dict)    # str(ranks on the host) -> share of an async collective hidden by compute
     queue: dict = field(default_factory=dict)      # str(ranks on the host) -> share of async collectives queued back to back left exposed
+    queue_alone: dict = field(default_factory=dict)  # str(ranks on the host) -> their time queued, no compute beside, over one by one
     skew: dict = field(default_factory=dict)       # str(ranks on the host) -> wait at a sync point per second of compute before it
     load_avg: float = 0.0          # 1-minute load average while measured (the machine may be shared)
     detail: dict = field(default_factory=dict)     # raw timings behind the figures
@@ -204,6 +205,11 @@ def queued(self: MachineProfile, ranks_per_host: int = 1) -> float:
     "Share of async collectives queued back to back (ZeRO's reduce-scatters) that the compute beside them leaves exposed:"
     "the backend's threads run queued calls side by side, and compute hides some of them (`1 − hidden` when unmeasured)."
     return _nearest(self.queue, ranks_per_host, 1.0 - self.hidden(ranks_per_host))
+
+@patch
+def queued_alone(self: MachineProfile, ranks_per_host: int = 1) -> float:
+    "Time of async collectives queued back to back with nothing beside them, over the same issued one by one (1.0 unmeasured)."
+    return _nearest(self.queue_alone, ranks_per_host, 1.0)
 
 @patch
 def executor_s(self: MachineProfile, microbatches: int = 1, ranks_per_host: int = 1) -> float:

@@ -262,11 +262,11 @@ def _comm(model, C, mem, links, t, o):
     rs2, ag2, ag3, rs3 = per("reduce_scatter", rw), per("all_gather", w), per("all_gather", w, z3f), per("reduce_scatter", rw, z3f)
     hid = lambda x, win, h=o["hide"]: x - h * np.minimum(x, o["dp_overlap"] * win) if o["profile"] is not None else X(x, o["dp_overlap"] * win)   # a profile hides its measured share
     last = np.minimum(1.0, o["bucket"] / np.maximum(rw * (Pd + Pe), 1))   # the last bucket waits on the end of the backward
-    tail = lambda x, win, last=last, h=o["hide"]: last * x + hid((1 - last) * x, win, h)   # (this engine's ZeRO-2: its last shard's call;
-    z1, qh, pr = (rs + ag if eng else tail(rs, t["t_bwd"]) + hid(ag, t["t_fwd"])), o["qhide"], o["profile"] is not None   # its RS: queued)
+    tail = lambda x, win, last=last, h=o["hide"], q=1.0: last * x + hid(q * (1 - last) * x, win, h)   # (this engine's ZeRO-2: its last shard's
+    z1, qh, qa, pr = (rs + ag if eng else tail(rs, t["t_bwd"]) + hid(ag, t["t_fwd"])), o["qhide"], o["qalone"], o["profile"] is not None   # call)
     out["dp"] = np.select([zero == 0, zero == 1, zero == 2],   # this engine's ZeRO-1 after the backward, its ZeRO-2's gathers after the step
-                          [tail(ar, t["t_bwd"]), z1, (tail(rs2, t["t_bwd"], 1 / nd, qh) + (m - 1) * tail(rs2, t["t_mb"], 1 / nd, qh) + ag2 if eng else m * tail(rs2, t["t_bwd"], last) + hid(ag2, t["t_fwd"]))],
-                          m * (hid(ag3, t["t_fwd"]) + hid(ag3 * (1 + (rc == 2) * o.get("regather", True)) + (not pr) * rs3, t["t_bwd"]) + pr * ((m - 1) * hid(rs3, t["t_mb"], qh) + hid(rs3, t["t_bwd"], qh)) / m))
+                          [tail(ar, t["t_bwd"]), z1, (tail(rs2, t["t_bwd"], 1 / nd, qh, qa) + (m - 1) * tail(rs2, t["t_mb"], 1 / nd, qh, qa) + qa * ag2 if eng else m * tail(rs2, t["t_bwd"], last) + hid(ag2, t["t_fwd"]))],
+                          m * (hid(ag3, t["t_fwd"]) + hid(ag3 * (1 + (rc == 2) * o.get("regather", True)) + (not pr) * rs3, t["t_bwd"]) + pr * ((m - 1) * hid(qa * rs3, t["t_mb"], qh) + hid(qa * rs3, t["t_bwd"], qh)) / m))
     counts = ct("all_to_all", 8.0 * max(model.experts, 1), "ep")          # each forward first swaps its per-expert token counts
     out["ep"] = np.where((ep > 1) & model.is_moe, m * Ls * ((4 + 2 * (rc == 2)) * ct("ep_dispatch", a2a, "ep")   # a profile adds its
                                                              + (1 + (rc == 2)) * counts), 0)                    # measured imbalance
@@ -314,7 +314,9 @@ def _costs(model: ModelSpec, C: dict, topo: Topology, links: dict, efficiency, d
     hbm = topo.chip.hbm_GBps if profile is None else profile.memory_GBps
     rph = _rph(topo, C)
     hide = 1.0 if profile is None else _vec(lambda r: profile.hidden(int(r)))(rph)   # the share of it this machine hides
-    o = dict(dp_overlap=dp_overlap, hide=hide, qhide=hide if profile is None else 1 - _vec(lambda r: profile.queued(int(r)))(rph), tp_overlap=np.asarray(tp_overlap), profile=profile, dtype=dtype, rph=rph, flash=flash, fused=fused,
+    qa = 1.0 if profile is None else _vec(lambda r: profile.queued_alone(int(r)))(rph)   # queued calls side by side, and hidden: of their
+    qh = hide if profile is None else np.clip(1 - _vec(lambda r: profile.queued(int(r)))(rph) / qa, 0, 1)   # queued time, what compute hides
+    o = dict(dp_overlap=dp_overlap, hide=hide, qhide=qh, qalone=qa, tp_overlap=np.asarray(tp_overlap), profile=profile, dtype=dtype, rph=rph, flash=flash, fused=fused,
              selective_mm=selective_mm, regather=zero3_regather, engine=engine, moe_host_s=MOE_HOST_S if moe_host_s is None else moe_host_s, cp_merge=cp_merge,
              zero3_flat=zero3_flat, attn_slow=attention_slowdown(topo.chip, attention) if profile is None else 1.0,
              bucket=ENGINE_BUCKET_BYTES if engine == "supernode_nb" else DDP_BUCKET_BYTES,

@@ -242,7 +242,7 @@ def calibrate(quick: bool = False,              # 2 and 4 ranks, fewer sizes and
     phases = {"one process": round(time.monotonic() - t0, 1)}
     devices = cores if kind == "cpu" else (torch.cuda.device_count() if kind == "cuda" else torch.npu.device_count())
     backend = {"cpu": "gloo", "cuda": "nccl", "npu": "hccl"}[kind]
-    shares, links, rows, penalty, overlap, queue, in_rank, skew, background, assumed = {}, {}, [], {}, {}, {}, {}, {}, {}, []
+    shares, links, rows, penalty, overlap, queue, alone, in_rank, skew, background, assumed = {}, {}, [], {}, {}, {}, {}, {}, {}, {}, []
     sizes = (4 << 10, 1 << 20) if quick else (4 << 10, 64 << 10, 1 << 20)   # quick: the ends; 256 KB often hid the bandwidth
     preset_bw = get_topology("local").levels[0].bandwidth_GBps if kind == "cpu" else None   # where sizes hide the bandwidth
     ops = ("all_reduce", "all_to_all", "send_recv", "handoff") + (() if quick else ("all_gather", "reduce_scatter"))
@@ -253,12 +253,13 @@ def calibrate(quick: bool = False,              # 2 and 4 ranks, fewer sizes and
         if kind == "cpu": background[str(w)] = r.get("background_cores", 0.0); r = _to_idle(r, cores, w)
         if r["share"] is not None: shares[str(w)] = r["share"]
         if r.get("fwd_bwd_s"): in_rank[str(w)] = r["fwd_bwd_s"]
-        penalty[str(w)], overlap[str(w)], queue[str(w)], skew[str(w)] = r["penalty_s"], r["overlap"], r["queue"], r["skew"]
+        penalty[str(w)], overlap[str(w)], skew[str(w)] = r["penalty_s"], r["overlap"], r["skew"]
+        queue[str(w)], alone[str(w)] = r["queue"], r["queue_alone"]
         fitted, unmeasured = _fit_rows(w, r["rows"], gs, ops, backend, preset_bw)
         links.update(fitted); assumed += unmeasured; rows += [dict(x, world=w) for x in r["rows"]]
         phases[f"{w} ranks"] = round(time.monotonic() - t0 - sum(phases.values()), 1)
         say(f"{w} ranks: {background.get(str(w), 0.0):.2f} cores busy elsewhere (divided out), share {shares.get(str(w))}, penalty {1e6 * penalty[str(w)]:.0f} µs per collective, "
-            f"overlap {overlap[str(w)]:.2f}, queued exposed {queue[str(w)]:.2f}, skew {skew[str(w)]:.3f} s per s of compute, links {fitted}")
+            f"overlap {overlap[str(w)]:.2f}, queued {alone[str(w)]:.2f} alone and {queue[str(w)]:.2f} exposed, skew {skew[str(w)]:.3f} s per s of compute, links {fitted}")
     probes.append(probe_s(m, probe, dev))
     say(f"speed check: {1e3 * probes[0]:.2f} ms at the start, {1e3 * probes[1]:.2f} ms at the end")
     level = "loopback" if kind == "cpu" else "node"
@@ -273,7 +274,7 @@ def calibrate(quick: bool = False,              # 2 and 4 ranks, fewer sizes and
     return MachineProfile(name or f"{host}-{kind}", kind, host, time.time(), topology or ("local" if kind == "cpu" else f"local-{kind}"),
                           devices, rates, proc["op_s"], proc["opt_op_s"], mem, proc["microbatch_s"], proc["step_s"], shares,
                           {level: links} if links else {}, ep_imbalance("tiny-moe", 2), proc["region_s"], proc["recompute_op_s"],
-                          penalty, overlap, queue, skew, round(os.getloadavg()[0], 2),
+                          penalty, overlap, queue, alone, skew, round(os.getloadavg()[0], 2),
                           dict(proc["detail"], model=m.name, link_rows=rows, bandwidth_assumed=assumed, background_cores=background, probe_s=statistics.median(probes), probes_s=probes, seconds=round(time.monotonic() - t0, 1), phase_s=phases,
                                threads_per_rank=1, backend=backend), backend=backend)
 
@@ -308,7 +309,8 @@ def _probe_text(p: MachineProfile) -> list[str]:
 def _async_text(p: MachineProfile) -> list[str]:
     if not p.overlap and not p.queue: return []
     each = lambda d: ", ".join(f"{k} ranks {v:.2f}" for k, v in d.items()) or "not measured"
-    return [f"  async collectives: one hidden by compute {each(p.overlap)}; queued back to back beside compute, exposed {each(p.queue)}"]
+    return [f"  async collectives: one hidden by compute {each(p.overlap)}; queued back to back, their time alone {each(p.queue_alone)},"
+            f" exposed beside compute {each(p.queue)} (of their time one by one)"]
 
 def _bg_text(p: MachineProfile) -> str:
     bg = {k: v for k, v in (p.detail.get("background_cores") or {}).items() if v > 0}

@@ -67,7 +67,8 @@ def interference_worker(rank: int, world_size: int, model: dict, calls: int = 20
     "(ranks sharing cores finish a phase at different times); `queue`: of `queued` reduce-scatters of `nbytes` / 4 issued"
     "async back to back (as ZeRO's backward issues them) with layer forwards about as long as they take one by one run"
     "beside them, the share left exposed ((t_both − t_work) / t_one_by_one): the median of interleaved samples, as many"
-    "as fit in `queue_budget_s` (4 to 30). It holds what `overlap` does and that queued calls run side by side."
+    "as fit in `queue_budget_s` (4 to 30); `queue_alone`: the same calls queued with no compute beside them, over one by one"
+    "(the backend's threads run queued calls side by side)."
     import torch.distributed as dist
     from supernode_nb.comm.collectives import Comm
     from supernode_nb.parallel.model import GPT
@@ -105,18 +106,21 @@ def interference_worker(rank: int, world_size: int, model: dict, calls: int = 20
     xs = [torch.ones(max(nbytes // 16, world_size)) for _ in range(queued)]
     def one_by_one():
         for t_ in xs: c.reduce_scatter(t_, "bench")
-    def side_by_side():
-        hs = [c.reduce_scatter(t_, "bench", async_op=True) for t_ in xs]; work(kq)
+    def side_by_side(k=0):
+        hs = [c.reduce_scatter(t_, "bench", async_op=True) for t_ in xs]; work(k)
         for h in hs: h.wait()
-    def triple():
-        dist.barrier(); b = timed(one_by_one); dist.barrier(); w_ = timed(lambda: work(kq)); dist.barrier(); return b, w_, timed(side_by_side)
+    def sample():
+        out = []
+        for f in (one_by_one, lambda: work(kq), side_by_side, lambda: side_by_side(kq)): dist.barrier(); out.append(timed(f))
+        return out
     dist.barrier(); first = torch.tensor([timed(one_by_one)]); dist.all_reduce(first, dist.ReduceOp.MAX)
-    kq, n = max(1, round(first.item() / t_w1)), min(30, max(4, int(queue_budget_s / (3 * first.item()))))   # every rank: n samples
-    exposed = [(bo - w_) / max(b, 1e-9) for b, w_, bo in (triple() for _ in range(n))]
-    t = torch.tensor([statistics.median(after) - t_w1, statistics.median(hidden), skew, statistics.median(exposed)])
+    kq, n = max(1, round(first.item() / t_w1)), min(30, max(4, int(queue_budget_s / (3.7 * first.item()))))   # every rank: n samples
+    S = [sample() for _ in range(n)]
+    exposed, alone = [(bo - w_) / max(b, 1e-9) for b, w_, _, bo in S], [a / max(b, 1e-9) for b, _, a, _ in S]
+    t = torch.tensor([statistics.median(after) - t_w1, statistics.median(hidden), skew, statistics.median(exposed), statistics.median(alone)])
     dist.all_reduce(t); t /= world_size
     return {"penalty_s": max(float(t[0]), 0.0), "overlap": min(max(float(t[1]), 0.0), 1.0), "skew": float(t[2]),
-            "queue": min(max(float(t[3]), 0.0), 1.5)} if rank == 0 else None
+            "queue": min(max(float(t[3]), 0.0), 1.5), "queue_alone": min(max(float(t[4]), 0.1), 1.5)} if rank == 0 else None
 
 
 # %% ../../nbs/40_runtime/45_probes.ipynb #633b7c71
