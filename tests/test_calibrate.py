@@ -73,11 +73,14 @@ def test_prediction_follows_the_measured_figures(prof):
     assert more == pytest.approx(1e-3 * collectives_per_step(TINY, tp2)["total"])   # each blocking collective costs the compute after it
     hidden = predict(TINY, P(dp=2, global_batch_size=8), dataclasses.replace(prof, overlap={"2": 1.0}))["comm_s"].get("dp", 0.0)
     assert predict(TINY, P(dp=2, global_batch_size=8), dataclasses.replace(prof, overlap={"2": 0.0}))["comm_s"]["dp"] > hidden
+    z2 = lambda **kw: predict(TINY, P(dp=2, global_batch_size=8, zero=2), dataclasses.replace(prof, **kw))["comm_s"]["dp"]
+    assert z2(queue={"2": 0.1}) < z2(queue={"2": 0.6}) and z2(queue_alone={"2": 0.5}) < z2(queue_alone={"2": 1.0})   # ZeRO's queued calls
 
 
 def test_calibration_is_measured_and_saved(prof, tmp_path, capsys):
     assert prof.kind == "cpu" and prof.matmul_tflops["fp32"] > 0 and prof.op_s > 0 and 0 < prof.shares["2"] <= 1
     assert prof.region_s >= 0 and prof.recompute_op_s >= 0 and prof.penalty_s["2"] >= 0 and 0 <= prof.overlap["2"] <= 1
+    assert 0 <= prof.queue["2"] <= 1.5 and 0.1 <= prof.queue_alone["2"] <= 1.5     # queued reduce-scatters: exposed, alone
     # recompute costs something beyond its FLOPs: per region, per re-run operator, or both. The split is a difference of
     # two noisy timings (one CI run measured region_s 0.0, clipped at zero); their sum, a few ms, stands above the noise
     assert prof.region_s + prof.recompute_op_s > 0, prof.detail
