@@ -58,7 +58,7 @@ def contention_worker(rank: int, world_size: int, model: dict, rounds: int = 3, 
 def interference_worker(rank: int, world_size: int, model: dict, calls: int = 20, nbytes: int = 1 << 20,
                         phase_s: float = 0.02,    # the compute phase before a sync point, for `skew`
                         samples: int = 12,   # interleaved samples of `overlap` and `skew`
-                        queued: int = 8, queue_budget_s: float = 1.0) -> dict | None:   # `queue`: calls, seconds spent
+                        queued: int = 8, queue_budget_s: float = 0.8) -> dict | None:   # `queue`: calls, seconds spent
     "Worker: what communicating costs the compute beside it. `penalty_s`: the time one layer's forward takes right after"
     "a blocking all_reduce of its activations, less its time back to back (a rank that slept in a collective comes back"
     "to cold caches and gloo's threads winding down); `overlap`: of an async all_reduce of `nbytes` and layer forwards"
@@ -67,7 +67,7 @@ def interference_worker(rank: int, world_size: int, model: dict, calls: int = 20
     "(ranks sharing cores finish a phase at different times); `queue`: of `queued` reduce-scatters of `nbytes` / 4 issued"
     "async back to back (as ZeRO's backward issues them) with layer forwards about as long as they take one by one run"
     "beside them, the share left exposed ((t_both − t_work) / t_one_by_one): the median of interleaved samples, as many"
-    "as fit in `queue_budget_s` (4 to 30); `queue_alone`: the same calls queued with no compute beside them, over one by one"
+    "as fit in `queue_budget_s` (3 to 30); `queue_alone`: the same calls queued with no compute beside them, over one by one"
     "(the backend's threads run queued calls side by side)."
     import torch.distributed as dist
     from supernode_nb.comm.collectives import Comm
@@ -114,7 +114,7 @@ def interference_worker(rank: int, world_size: int, model: dict, calls: int = 20
         for f in (one_by_one, lambda: work(kq), side_by_side, lambda: side_by_side(kq)): dist.barrier(); out.append(timed(f))
         return out
     dist.barrier(); first = torch.tensor([timed(one_by_one)]); dist.all_reduce(first, dist.ReduceOp.MAX)
-    kq, n = max(1, round(first.item() / t_w1)), min(30, max(4, int(queue_budget_s / (3.7 * first.item()))))   # every rank: n samples
+    kq, n = max(1, round(first.item() / t_w1)), min(30, max(3, int(queue_budget_s / (3.7 * first.item()))))   # every rank: n samples
     S = [sample() for _ in range(n)]
     exposed, alone = [(bo - w_) / max(b, 1e-9) for b, w_, _, bo in S], [a / max(b, 1e-9) for b, _, a, _ in S]
     t = torch.tensor([statistics.median(after) - t_w1, statistics.median(hidden), skew, statistics.median(exposed), statistics.median(alone)])
