@@ -294,7 +294,7 @@ def _profile_text(p: MachineProfile, where: str) -> str:
     return "\n".join([f"profile {p.name!r} ({p.kind}, {p.devices} {'cores' if p.kind == 'cpu' else 'devices'}, host {p.host}) — {where}",
                       f"  matmul {', '.join(f'{k} {v * 1e3:.1f} GFLOP/s' for k, v in p.matmul_tflops.items())} per rank; "
                       f"{p.op_s * 1e6:.1f} µs per operator; copy {p.memory_GBps:.1f} GB/s; a supervised rank's step {p.step_s * 1e3:.2f} ms beyond them",
-                      f"  share of a core: {', '.join(f'{k} ranks {v:.2f}' for k, v in p.shares.items()) or 'not measured'}",
+                      f"  share of a core: {_per_world(p.shares)}",
                       f"  links: {links or 'not measured'}", *_async_text(p), f"  EP imbalance {p.ep_imbalance:.2f}; load {p.load_avg}; {p.detail.get('seconds')} s" + _bg_text(p)]
                      + _probe_text(p))
 
@@ -306,15 +306,18 @@ def _probe_text(p: MachineProfile) -> list[str]:
     moved = f" — the machine's speed moved {100 * (b / a - 1):+.0f} % while measured: calibrate again on a quiet host" if abs(b / a - 1) > 0.5 else ""
     return [f"  speed check (reference forward + backward): {1e3 * a:.2f} ms at the start, {1e3 * b:.2f} ms at the end{moved}"]
 
+def _per_world(d: dict) -> str:
+    "A str(ranks)-keyed figure of the profile, one world after another ('not measured' when empty)."
+    return ", ".join(f"{k} ranks {v:.2f}" for k, v in d.items()) or "not measured"
+
 def _async_text(p: MachineProfile) -> list[str]:
     if not p.overlap and not p.queue: return []
-    each = lambda d: ", ".join(f"{k} ranks {v:.2f}" for k, v in d.items()) or "not measured"
-    return [f"  async collectives: one hidden by compute {each(p.overlap)}; queued back to back, their time alone {each(p.queue_alone)},"
-            f" exposed beside compute {each(p.queue)} (of their time one by one)"]
+    return [f"  async collectives: one hidden by compute {_per_world(p.overlap)}; queued back to back, their time alone {_per_world(p.queue_alone)},"
+            f" exposed beside compute {_per_world(p.queue)} (of their time one by one)"]
 
 def _bg_text(p: MachineProfile) -> str:
     bg = {k: v for k, v in (p.detail.get("background_cores") or {}).items() if v > 0}
-    return "" if not bg else "; cores busy elsewhere while measured (divided out): " + ", ".join(f"{k} ranks {v:.2f}" for k, v in bg.items())
+    return "" if not bg else "; cores busy elsewhere while measured (divided out): " + _per_world(bg)
 
 def cli_calibrate(argv: list[str]) -> int:
     "supernode-nb calibrate: measure this machine into a named profile and save it in the archive."
