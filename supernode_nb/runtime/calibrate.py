@@ -87,7 +87,7 @@ def model_shapes(m: ModelSpec, tokens: int) -> list[tuple[int, int, int]]:
     return [(tokens, h, h + 2 * kv), (tokens, h, h), (tokens, h, f), (tokens, f, h), (tokens, h, m.vocab)]
 
 # %% ../../nbs/40_runtime/45_calibrate.ipynb #2d938b18
-def _process_figures(m: ModelSpec, rate: float, mem: float, samples: int, device: str = "cpu") -> dict:
+def _process_figures(m: ModelSpec, rate: float, mem: float, samples: int, device: str = "cpu", rounds: int = 3) -> dict:
     "Per-operator, optimizer, per-step and per-micro-batch costs of one process with one thread."
     from supernode_nb.parallel.data import global_batch, shard
     from supernode_nb.cost.costmodel import step_flops
@@ -102,7 +102,7 @@ def _process_figures(m: ModelSpec, rate: float, mem: float, samples: int, device
     flops = step_flops(m, 1)[0]
     op_s = max(t_fb - flops / (rate * 1e12), 0.0) / n["fwd_bwd"][0]
     opt_op_s = max(t_opt - 28 * params / (mem * 1e9), 0.0) / n["optimizer"][0]
-    rc = _recompute_figures(m, gpt, fb, n["fwd_bwd"][0], rate, samples)
+    rc = _recompute_figures(m, gpt, fb, n["fwd_bwd"][0], rate, samples, rounds)
     return dict(op_s=op_s, opt_op_s=opt_op_s, step_s=t_data, microbatch_s=t_mb, region_s=rc.pop("region_s"),
                 recompute_op_s=rc.pop("recompute_op_s"),
                 detail=dict(fwd_bwd_s=t_fb, fwd_bwd_ops=n["fwd_bwd"][0], fwd_bwd_flops=flops, optimizer_s=t_opt,
@@ -165,11 +165,13 @@ def _device_kind() -> str:
         return "npu" if torch.npu.is_available() else "cpu"
     except ImportError: return "cpu"
 
-def calibration_worker(rank: int, world_size: int, model: dict, share_rounds: int = 3, **bench) -> dict | None:
+def calibration_worker(rank: int, world_size: int, model: dict, share_rounds: int = 3,
+                       probe_samples: int = 12, queue_budget_s: float = 0.8,   # `interference_worker`'s samples and budget
+                       **bench) -> dict | None:
     "Worker: the share of a core with all ranks busy (on a CPU), what communicating costs the compute beside it, then"
     "`bench_links` — one launch per world size."
     cont = contention_worker(rank, world_size, model, rounds=share_rounds) if share_rounds else None
-    inter = interference_worker(rank, world_size, model, calls=max(bench.get("calls", 20), 8))
+    inter = interference_worker(rank, world_size, model, calls=max(bench.get("calls", 20), 8), samples=probe_samples, queue_budget_s=queue_budget_s)
     rows = bench_links(rank, world_size, model=model, **bench)
     return {"share": None, **(cont or {}), "rows": rows, **(inter or {})} if rank == 0 else None
 
@@ -193,12 +195,12 @@ def _fit_rows(world: int, rows: list, group_sizes, ops, backend: str | None = No
     return out, assumed
 
 # %% ../../nbs/40_runtime/45_calibrate.ipynb #a5821835
-def _supervised_step_s(m: ModelSpec, proc: dict, mem: float, gbs: int = 4) -> dict:
+def _supervised_step_s(m: ModelSpec, proc: dict, mem: float, gbs: int = 4, runs: int = 2) -> dict:
     "{'step_s', 'detail'}: a one-rank supervised run's time outside compute per step, less its optimizer and micro-batches."
     from supernode_nb.foundation.config import ParallelConfig
     from supernode_nb.runtime.probes import measure
     cfg = ParallelConfig(global_batch_size=gbs)
-    runs = [measure(m, cfg, steps=10, skip=2) for _ in range(2)]      # the quieter of two: a profile is the idle host's, and a
+    runs = [measure(m, cfg, steps=10, skip=2) for _ in range(runs)]   # the quietest: a profile is the idle host's, and a
     meas = min(runs, key=lambda r: r["other_s"])                        # burst elsewhere (a test's processes winding down) hits one
     d = proc["detail"]
     opt = 28 * d["params"] / (mem * 1e9) + d["optimizer_ops"] * proc["opt_op_s"]
@@ -226,7 +228,7 @@ def calibrate(quick: bool = False,              # 2 and 4 ranks, fewer sizes and
     m = get_model(model) if isinstance(model, str) else model
     cores = len(os.sched_getaffinity(0))
     worlds = tuple(worlds or ((2, 4) if quick else (2, 4, 8)))
-    samples, calls, probe = (3, 16, 0.2) if quick else (5, 40, 0.5)   # quick: 16 calls a size keep it < 15 s
+    samples, calls, probe, psamples, qbudget = (3, 16, 0.2, 6, 0.3) if quick else (5, 40, 0.5, 12, 0.8)
     say = progress or (lambda s: None)
     old = torch.get_num_threads(); torch.set_num_threads(1)
     try:
@@ -237,7 +239,7 @@ def calibrate(quick: bool = False,              # 2 and 4 ranks, fewer sizes and
         mem = copy_GBps(16 << 20 if kind == "cpu" else 1 << 30, dev, samples)
         say(f"compute: {rates} TFLOP/s, copy {mem:.1f} GB/s")
         probes = [probe_s(m, probe, dev)]                 # the speed check's reference: here, and again at the end
-        proc = _process_figures(m, rates["fp32"], mem, samples, dev)
+        proc = _process_figures(m, rates["fp32"], mem, samples, dev, rounds=2 if quick else 3)
     finally: torch.set_num_threads(old)
     phases = {"one process": round(time.monotonic() - t0, 1)}
     devices = cores if kind == "cpu" else (torch.cuda.device_count() if kind == "cuda" else torch.npu.device_count())
@@ -248,8 +250,11 @@ def calibrate(quick: bool = False,              # 2 and 4 ranks, fewer sizes and
     ops = ("all_reduce", "all_to_all", "send_recv", "handoff") + (() if quick else ("all_gather", "reduce_scatter"))
     for w in worlds if kind == "cpu" or devices >= 2 else ():
         gs = [g for g in (2, 4, 8) if g <= w and w % g == 0]
-        r = spawn("supernode_nb.runtime.calibrate:calibration_worker", w, model=m.to_dict(), share_rounds=(2 if quick else 3) if kind == "cpu" else 0,
-                  sizes=sizes, group_sizes=tuple(gs), ops=ops, calls=calls, backend=backend, timeout_s=120)[0]
+        thin = min(1.0, 2 * cores / w) if kind == "cpu" else 1.0   # over two ranks a core: each rank times fewer calls (a
+        r = spawn("supernode_nb.runtime.calibrate:calibration_worker", w, model=m.to_dict(),   # figure is a mean over ranks)
+                  share_rounds=(2 if quick else 3) if kind == "cpu" else 0, probe_samples=max(4, round(psamples * thin)),
+                  queue_budget_s=qbudget * thin, sizes=sizes, group_sizes=tuple(gs), ops=ops, calls=max(8, round(calls * thin)),
+                  backend=backend, timeout_s=120)[0]
         if kind == "cpu": background[str(w)] = r.get("background_cores", 0.0); r = _to_idle(r, cores, w)
         if r["share"] is not None: shares[str(w)] = r["share"]
         if r.get("fwd_bwd_s"): in_rank[str(w)] = r["fwd_bwd_s"]
@@ -269,7 +274,7 @@ def calibrate(quick: bool = False,              # 2 and 4 ranks, fewer sizes and
     proc = dict(proc, op_s=proc["op_s"] * k, opt_op_s=proc["opt_op_s"] * k, microbatch_s=proc["microbatch_s"] * k, step_s=proc["step_s"] * k,
                 region_s=proc["region_s"] * k, recompute_op_s=proc["recompute_op_s"] * k, detail=dict(proc["detail"], rank_slowdown=k))
     if kind == "cpu":                                     # the per-step cost of a supervised rank, from one real run
-        proc = dict(proc, **_supervised_step_s(m, proc, mem))
+        proc = dict(proc, **_supervised_step_s(m, proc, mem, runs=1 if quick else 2))
         say(f"a supervised rank pays {1e3 * proc['step_s']:.2f} ms per step beyond its optimizer and micro-batches")
     return MachineProfile(name or f"{host}-{kind}", kind, host, time.time(), topology or ("local" if kind == "cpu" else f"local-{kind}"),
                           devices, rates, proc["op_s"], proc["opt_op_s"], mem, proc["microbatch_s"], proc["step_s"], shares,
