@@ -223,9 +223,12 @@ def calibrate(quick: bool = False,              # 2 and 4 ranks, fewer sizes and
               topology: str | None = None,      # the topology preset the profile prices (default "local" on a CPU)
               progress=None) -> MachineProfile:
     "Measure this machine into a `MachineProfile` (not saved: `save` or `supernode-nb calibrate` does that)."
-    from supernode_nb.runtime.launch import spawn
+    from supernode_nb.runtime.launch import ready, spawn, warm
     t0, kind = time.monotonic(), _device_kind()
     m = get_model(model) if isinstance(model, str) else model
+    warm()                                                # the ranks' server imports torch (~2 s here) while the
+    for rc in ("none", "selective", "full"): op_counts(m, recompute=rc)   # operators are counted (untimed), then
+    ready()                                               # the timings start on a quiet host
     cores = len(os.sched_getaffinity(0))
     worlds = tuple(worlds or ((2, 4) if quick else (2, 4, 8)))
     samples, calls, probe, psamples, qbudget = (3, 16, 0.2, 6, 0.3) if quick else (5, 40, 0.5, 12, 0.8)

@@ -12,7 +12,7 @@ from typing import Any, Callable
 from ..foundation.core import LOOPBACK, free_port
 
 # %% auto #0
-__all__ = ['START_METHODS', 'init_dist', 'LaunchError', 'mp_context', 'warm', 'spawn']
+__all__ = ['START_METHODS', 'init_dist', 'LaunchError', 'mp_context', 'warm', 'ready', 'spawn']
 
 # %% ../../nbs/40_runtime/40_launch.ipynb #73d8166f
 def init_dist(rank: int, world_size: int, port: int, backend: str = "gloo", timeout_s: float = 30.0,
@@ -85,6 +85,15 @@ def warm(method: str | None = None) -> None:
     mp_context(method)
     if (method or os.environ.get("SUPERNODE_NB_START_METHOD", "forkserver")) == "forkserver":
         from multiprocessing import forkserver; forkserver.ensure_running()
+
+def ready(method: str | None = None, timeout_s: float = 120.0) -> float:
+    "Wait until the forkserver forks (its imports done; `warm` starts it without waiting): a bare process started and"
+    "joined. The seconds waited; 0 under spawn, which has no server."
+    if (method or os.environ.get("SUPERNODE_NB_START_METHOD", "forkserver")) != "forkserver": return 0.0
+    t0, p = time.monotonic(), mp_context(method).Process(target=os.getpid, daemon=True)
+    p.start(); p.join(timeout_s)
+    if p.exitcode is None: p.kill(); raise TimeoutError(f"the forkserver did not fork within {timeout_s:.0f} s")
+    return time.monotonic() - t0
 
 # %% ../../nbs/40_runtime/40_launch.ipynb #9ddf329d
 def _entry(fn, rank, world, port, backend, timeout_s, args, kwargs, q, setup=None, env=None):
