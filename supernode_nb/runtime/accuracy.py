@@ -29,6 +29,7 @@ LAYOUTS: dict[str, tuple[str, ParallelConfig]] = {
     "tp2":              ("tiny-gpt", _P(tp=2, global_batch_size=4)),
     "tp2 sp sel-rc":    ("tiny-gpt", _P(tp=2, global_batch_size=4, sequence_parallel=True, recompute="selective")),
     "cp2":              ("tiny-gpt", _P(cp=2, global_batch_size=4)),
+    "cp2·dp2":          ("tiny-gpt", _P(cp=2, dp=2, global_batch_size=4)),   # more ranks than this VM's 2 cores
     "pp2 1f1b m2":      ("tiny-gpt", _P(pp=2, global_batch_size=2)),
     "pp2 1f1b m4":      ("tiny-gpt", _P(pp=2, global_batch_size=4)),
     "pp2 gpipe m8":     ("tiny-gpt", _P(pp=2, global_batch_size=8, schedule="gpipe")),
