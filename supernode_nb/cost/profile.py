@@ -196,6 +196,12 @@ def sync_wait(self: MachineProfile, compute_s: float, ranks_per_host: int = 1) -
     return 0.0 if ranks_per_host <= 1 else compute_s * _nearest(self.skew, ranks_per_host, 0.0)
 
 @patch
+def co_scheduled(self: MachineProfile, ranks_per_host: int = 1) -> float:
+    "Share of the time a peer rank runs beside this one: cores / ranks when a CPU host's ranks outnumber its cores (they"
+    "take turns on them), else 1 (on an accelerator host each rank has its device)."
+    return min(1.0, self.devices / ranks_per_host) if self.kind == "cpu" and ranks_per_host > 0 else 1.0
+
+@patch
 def hidden(self: MachineProfile, ranks_per_host: int = 1) -> float:
     "Share of an async collective that compute beside it hides on this machine (1.0 when unmeasured: the preset's assumption)."
     return _nearest(self.overlap, ranks_per_host, 1.0)

@@ -245,8 +245,8 @@ def _comm(model, C, mem, links, t, o):
     kv = 2 * C["mbs"] * model.seq_len * model.head_dim * np.maximum(model.n_kv_heads / tp, 1) * w
     ag, rs, sr = ct("all_gather", kv, "cp"), ct("reduce_scatter", kv, "cp"), ct("send_recv", kv / C["cp"], "cp")   # sr: a ring shift
     tc, c1 = t["t_core"], C["cp"] - 1; cp_layer = X(ag, tc) * np.where(rc == 2, 2, 1) + X(ag + rs, 2 * tc)   # tc: one core pass
-    pf = o["profile"]; co = np.minimum(1.0, pf.devices / o["rph"]) if pf is not None and pf.kind == "cpu" else 1.0   # ranks over cores:
-    Xco = lambda x, win: x - co * (x - X(x, win))         # the peer runs beside us only cores / ranks of the time, and a shift hides as much
+    co = 1.0 if o["profile"] is None else _vec(lambda r: o["profile"].co_scheduled(int(r)))(o["rph"])   # more ranks than cores: a peer
+    Xco = lambda x, win: x - co * (x - X(x, win))         # runs beside us only cores / ranks of the time, and a shift hides that share
     cp_layer = np.where(o["engine"] == "supernode_nb", (c1 + 1) * sr + c1 * (2 + (rc > 0)) * Xco(sr, t["t_step"]), cp_layer)   # this ring
     out["cp"] = np.where(C["cp"] > 1, m * Ls * cp_layer, 0)
     p2p = ct("send_recv", act / tp, "pp")                 # Megatron's interleaved schedule overlaps each send with the next
