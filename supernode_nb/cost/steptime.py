@@ -274,7 +274,8 @@ def _comm(model, C, mem, links, t, o):
                                                              + (1 + (rc == 2)) * counts), 0)                    # measured imbalance
     if o["profile"] is not None:      # the step's gradient sync waits for the last replica to finish its compute (a pipeline
         sync = _vec(lambda c_, r: o["profile"].sync_wait(c_, int(r)))(m * t["t_mb"], o["rph"])   # staggers its stages: its waits
-        out["dp"] = out["dp"] + np.where((C["dp"] > 1) & (pp == 1), sync, 0)   # are bubble; cp's ring already syncs every layer)
+        sync, ring = np.where((C["dp"] > 1) & (pp == 1), sync, 0), C["cp"] > 1   # are bubble); under cp the ranks first meet at
+        out["dp"], out["cp"] = out["dp"] + np.where(ring, 0, sync), out["cp"] + np.where(ring, sync, 0)   # a ring shift: they wait there
     return out
 
 # %% ../../nbs/10_cost/16_steptime.ipynb #0f18363e
