@@ -71,11 +71,16 @@ def _ref(fn: Callable) -> tuple[str, str]:
 START_METHODS = ("forkserver", "spawn")
 _PRELOAD = ["torch", "torch.distributed", "torch.optim", "torch._dynamo", "supernode_nb.runtime.runner"]   # AdamW imports torch._dynamo (seconds)
 
-def mp_context(method: str | None = None):  # forkserver (default) or spawn; fork is refused
-    "The multiprocessing context local ranks start from (`SUPERNODE_NB_START_METHOD` picks it when `method` is None)."
+def _start_method(method: str | None) -> str:
+    "`method`, or `SUPERNODE_NB_START_METHOD`'s, or forkserver; fork is refused."
     method = method or os.environ.get("SUPERNODE_NB_START_METHOD", "forkserver")
     if method not in START_METHODS:
         raise ValueError(f"start method {method!r}: use {' or '.join(START_METHODS)} (fork copies the kernel's threads)")
+    return method
+
+def mp_context(method: str | None = None):  # forkserver (default) or spawn; fork is refused
+    "The multiprocessing context local ranks start from (`SUPERNODE_NB_START_METHOD` picks it when `method` is None)."
+    method = _start_method(method)
     ctx = mp.get_context(method)
     if method == "forkserver": ctx.set_forkserver_preload(_PRELOAD)
     return ctx
@@ -83,16 +88,18 @@ def mp_context(method: str | None = None):  # forkserver (default) or spawn; for
 def warm(method: str | None = None) -> None:
     "Start the forkserver now (it imports torch and the runner once), so the first run's ranks start at once."
     mp_context(method)
-    if (method or os.environ.get("SUPERNODE_NB_START_METHOD", "forkserver")) == "forkserver":
+    if _start_method(method) == "forkserver":
         from multiprocessing import forkserver; forkserver.ensure_running()
 
 def ready(method: str | None = None, timeout_s: float = 120.0) -> float:
     "Wait until the forkserver forks (its imports done; `warm` starts it without waiting): a bare process started and"
     "joined. The seconds waited; 0 under spawn, which has no server."
-    if (method or os.environ.get("SUPERNODE_NB_START_METHOD", "forkserver")) != "forkserver": return 0.0
+    if _start_method(method) != "forkserver": return 0.0
     t0, p = time.monotonic(), mp_context(method).Process(target=os.getpid, daemon=True)
     p.start(); p.join(timeout_s)
-    if p.exitcode is None: p.kill(); raise TimeoutError(f"the forkserver did not fork within {timeout_s:.0f} s")
+    if p.exitcode is None:
+        p.kill(); p.join(5)                   # reaped, not left behind
+        raise TimeoutError(f"the forkserver did not fork within {timeout_s:g} s (it imports {', '.join(_PRELOAD)} first)")
     return time.monotonic() - t0
 
 # %% ../../nbs/40_runtime/40_launch.ipynb #9ddf329d
