@@ -115,3 +115,28 @@ def test_priced_ddp_operators_are_the_engines(model, cfg):
     buckets = sum(int(_n_buckets(mem[k], 4).item()) for k in ("Pd", "Pe") if np.asarray(mem[k]).item() > 0)   # fp32 gradients
     priced = 4 * int(engine_tensors(m, m.layers, cfg.ep)) + 3 * buckets
     assert abs(n - priced) <= 0.01 * priced, (n, priced)
+
+
+def test_run_is_priced_and_the_pair_kept(prof, tmp_path):
+    "`supernode-nb run` prices the run with the newest profile before it starts, prints the estimate beside the measured step,"
+    "keeps the pair in the archive (so the next run quotes its error), and refuses a profile the archive does not hold."
+    import os, subprocess, sys
+    from pathlib import Path
+    from supernode_nb.foundation.store import Archive
+    Archive(tmp_path / "archive.sqlite").save_profile(dataclasses.replace(prof, name="pricing"))
+    env = dict(os.environ, SUPERNODE_NB_HOME=str(tmp_path), SUPERNODE_NB_ARCHIVE="on", OMP_NUM_THREADS="1")
+    cli = lambda *a: subprocess.run([str(Path(sys.executable).parent / "supernode-nb"), *a], capture_output=True, text=True, env=env, timeout=240)
+    runs = [cli("run", "--world", "2", "--dp", "2", "--steps", "3") for _ in range(2)]
+    for r in runs: assert r.returncode == 0, r.stderr
+    first, second = (r.stdout.splitlines()[-2:] for r in runs)
+    assert first[0].startswith("estimate: ") and "comm dp" in first[0] and first[0].endswith("costmodel.estimate, profile pricing")
+    assert first[1].startswith("measured: ") and first[1].endswith("before this run, no history yet"), first
+    assert "before this run, past error" in second[1] and "over 1 run(s) with profile pricing" in second[1], second
+    pairs = Archive(tmp_path / "archive.sqlite").accuracy_pairs("pricing")
+    assert [p["layout"] for p in pairs] == ["dp2", "dp2"] and all(p["predicted_s"] > 0 and p["measured_s"] > 0 for p in pairs)
+    assert f"estimate {pairs[0]['error_pct']:+.0f} %" in first[1]      # the error printed is the one the archive keeps
+    j = json.loads(cli("run", "--world", "2", "--tp", "2", "--steps", "2", "--json").stdout)
+    assert j["estimate"]["profile"] == "pricing" and j["expected_error"]["n"] == 2 and j["estimate_error_pct"] is not None
+    bad = cli("run", "--profile", "nosuch", "--steps", "2")
+    assert bad.returncode == 1 and "--profile nosuch: profile 'nosuch' not found" in bad.stderr and "step 1/2" not in bad.stderr
+    assert len(Archive(tmp_path / "archive.sqlite").list_runs(kind="run")) == 3   # the refused run never started

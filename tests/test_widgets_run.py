@@ -139,12 +139,18 @@ def test_dashboard_runs_are_archived(tmp_path, monkeypatch):
     "Issue 7: every run is recorded — the dashboard's as well as the command line's."
     monkeypatch.setenv("SUPERNODE_NB_ARCHIVE", "on"); monkeypatch.setenv("SUPERNODE_NB_HOME", str(tmp_path))
     from supernode_nb.foundation.store import Archive
+    from supernode_nb.ui.widgets import LiveView
     s = DashboardState(world=2, steps=2)
-    rc = RunController(s, LocalLauncher(), interval=0.05).start()
+    rc = RunController(s, LocalLauncher(), interval=0.05)
+    live = LiveView(s, rc)
+    rc.start(); live.reset(rc)                                  # as the dashboard's run button does
     assert rc.join(120) and s.status == "done"
     runs = Archive().list_runs()
     assert len(runs) == 1 and runs[0].outcome == "ok" and runs[0].label == "dashboard"
     assert len(runs[0].measured["losses"]) == 2
+    est = runs[0].estimate                                      # the estimate shown beside the run, kept with it
+    assert est["step_time_s"] == pytest.approx(live.idle_step_s) and est["profile"].startswith("none")   # no profile here
+    assert [p["id"] for p in Archive().accuracy_pairs()] == [runs[0].id]   # a predicted-vs-measured pair for the error band
 
 
 def test_fault_injected_from_the_dashboard_is_reported():

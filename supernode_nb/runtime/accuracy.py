@@ -12,9 +12,9 @@ from ..cost.profile import MachineProfile
 from .probes import measure, settle
 
 # %% auto #0
-__all__ = ['LAYOUTS', 'resolve_layouts', 'collective_counts_worker', 'op_count_worker', 'ddp_op_count_worker', 'predict',
-           'compare', 'kendall_tau', 'local_check', 'summary', 'check_figure', 'scatter_figure', 'local_scaling',
-           'local_scaling_figure']
+__all__ = ['LAYOUTS', 'resolve_layouts', 'collective_counts_worker', 'op_count_worker', 'ddp_op_count_worker', 'runtime_parts',
+           'predict', 'price_run', 'priced_text', 'compare', 'kendall_tau', 'local_check', 'summary', 'check_figure',
+           'scatter_figure', 'local_scaling', 'local_scaling_figure']
 
 # %% ../../nbs/40_runtime/47_accuracy.ipynb #fbec86ef
 _P = ParallelConfig
@@ -106,13 +106,41 @@ def ddp_op_count_worker(rank: int, world_size: int, model: dict, cfg: dict) -> i
     return n if rank == 0 else None
 
 # %% ../../nbs/40_runtime/47_accuracy.ipynb #6d8a72e9
+def runtime_parts(e) -> dict:
+    "An `Estimate`'s step in the runtime's shape, in seconds: pp's sends wait in the bubble, as the runtime records them."
+    b = e.breakdown
+    return dict(step_s=e.step_time_s, compute_s=b["compute_s"], comm_s={a: v for a, v in b["comm_s"].items() if v > 0 and a != "pp"},
+                bubble_s=b["bubble_s"] + b["comm_s"].get("pp", 0.0), other_s=b["other_s"])
+
 def predict(model: ModelSpec, cfg: ParallelConfig, prof: MachineProfile) -> dict:
     "The step `costmodel.estimate(..., profile=prof)` predicts on this machine, in the runtime's shape (pp waits in the bubble)."
     from supernode_nb.cost.costmodel import estimate
-    e = estimate(model, cfg, "local", profile=prof)
-    b = e.breakdown
-    return dict(step_s=e.step_time_s, compute_s=b["compute_s"], comm_s={a: v for a, v in b["comm_s"].items() if v > 0 and a != "pp"},
-                bubble_s=b["bubble_s"] + b["comm_s"].get("pp", 0.0), other_s=b["other_s"], source=f"costmodel.estimate(profile={prof.name})")
+    return dict(runtime_parts(estimate(model, cfg, "local", profile=prof)), source=f"costmodel.estimate(profile={prof.name})")
+
+# %% ../../nbs/40_runtime/47_accuracy.ipynb #4b6e6542
+def price_run(model: ModelSpec, cfg: ParallelConfig,
+              profile="auto"):   # "auto": the newest profile saved for this machine; a saved profile's name; None: the local preset's figures
+    "(`costmodel.estimate` of `cfg` on this machine's ranks, the archive's past error of estimates made with its profile — None"
+    "without a profile): what `supernode-nb run` prints beside the measurement."
+    from supernode_nb.cost.costmodel import estimate
+    from supernode_nb.cost.profile import error_band
+    e = estimate(model, cfg, "local", profile=profile, advise=False)
+    return e, (None if e.profile.startswith("none") else error_band(e.profile))
+
+def priced_text(e, band: dict | None,   # `price_run`'s pair
+                measured: dict) -> str:  # the run's `store.summarize_steps` (empty when no step finished)
+    "Predicted beside measured, two lines: the estimate's step and parts (ms) and where its figures come from; the measured"
+    "step, the estimate's error, and the error of past estimates made with the same profile."
+    p, ms = runtime_parts(e), lambda s: f"{1e3 * s:.1f}"
+    parts = ", ".join([f"compute {ms(p['compute_s'])}", *(f"comm {a} {ms(v)}" for a, v in p["comm_s"].items()),
+                       f"bubble {ms(p['bubble_s'])}", f"other {ms(p['other_s'])}"])
+    src = f"profile {e.profile}" + ("" if band is not None else " (`supernode-nb calibrate` measures this machine)")
+    out = [f"estimate: {ms(p['step_s'])} ms a step ({parts}) — costmodel.estimate, {src}"]
+    if measured.get("step_s"):
+        out.append(f"measured: {ms(measured['step_s'])} ms a step (mean over {measured['steps']} steps after {measured['skipped_warmup']} "
+                   f"warm-up, the slowest rank's): estimate {100 * (p['step_s'] / measured['step_s'] - 1):+.0f} %"
+                   + (f"; before this run, {band['text']}" if band is not None else ""))
+    return "\n".join(out)
 
 # %% ../../nbs/40_runtime/47_accuracy.ipynb #e4c7348e
 def _part_medians(rs: list[dict]) -> dict:

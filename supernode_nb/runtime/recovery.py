@@ -137,17 +137,24 @@ def _run_cli(spec: RunSpec, opts: dict, progress) -> dict:
 # %% ../../nbs/40_runtime/49_recovery.ipynb #c1ab26c2
 def cli_run(argv: list[str]) -> int:
     "supernode-nb run: train on local ranks (restarting after a fault when asked); print the per-step breakdown (or --json)."
-    from supernode_nb.foundation.store import auto_record
+    from supernode_nb.foundation.store import auto_record, summarize_steps
+    from supernode_nb.runtime.accuracy import price_run, priced_text
     try: spec, opts = spec_from_argv(argv)
     except ConfigError as e:
         print(f"supernode-nb run: {e}", file=sys.stderr); return 1
+    try: est, band = price_run(spec.model, spec.parallel, opts["profile"])   # priced before it runs
+    except Exception as e:
+        if opts["profile"] not in ("auto", None):
+            print(f"supernode-nb run: --profile {opts['profile']}: {e}", file=sys.stderr); return 1
+        est = band = None; print(f"supernode-nb run: warning: not priced ({type(e).__name__}: {e})", file=sys.stderr)
     started = time.time()
     try: res = _run_cli(spec, opts, None if opts["json"] else _progress(spec))
     except (RunFailed, RuntimeError) as e:
         auto_record({"config": spec.to_dict()}, outcome="failed", error=str(e), started=started, finished=time.time(),
                     extra={"restarts": getattr(e, "restarts", [])})
         print(f"supernode-nb run: {e}", file=sys.stderr); return 1
-    auto_record(res, started=started, finished=time.time(), extra={"restarts": res.get("restarts", [])})   # SUPERNODE_NB_ARCHIVE=off disables
+    auto_record(res, started=started, finished=time.time(), extra={"restarts": res.get("restarts", [])},   # SUPERNODE_NB_ARCHIVE=off
+                estimate=None if est is None else est.to_dict(), topology=None if est is None else "local")   # disables
     if opts["trace"]:
         with open(opts["trace"], "w") as f: json.dump(res.pop("trace"), f)
     res.pop("trace", None)
@@ -158,5 +165,11 @@ def cli_run(argv: list[str]) -> int:
     notes = [f"restart {r['attempt'] + 1}: {r['kind']} rank(s) {r['culprits']}; resumed at step {r['resume_step']}: {r['reason']}"
              for r in res.get("restarts", [])] + [f"straggler: rank {s['rank']} computes {s['score']:.2f} × its {s['axis']} peers"
                                                   for s in res.get("stragglers", [])]
-    emit(res, opts["json"], head + "\n" + step_table(res) + "".join("\n" + n for n in notes))
+    priced = ""
+    if est is not None:
+        meas = summarize_steps(res["steps"])
+        res.update(estimate=est.to_dict(), expected_error=band,
+                   estimate_error_pct=100 * (est.step_time_s / meas["step_s"] - 1) if meas.get("step_s") else None)
+        priced = "\n" + priced_text(est, band, meas)
+    emit(res, opts["json"], head + "\n" + step_table(res) + "".join("\n" + n for n in notes) + priced)
     return 0

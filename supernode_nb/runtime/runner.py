@@ -176,6 +176,8 @@ def _parser() -> Parser:
     p.add_argument("--timeout", type=float, default=600.0, help="seconds before the run is stopped")
     p.add_argument("--hang-timeout", type=float, default=30.0, help="a rank with no progress for this long is reported hung")
     p.add_argument("--json", action="store_true")
+    p.add_argument("--profile", default="auto", help="the machine profile the run is priced with before it starts: a saved name, "
+                                                      "'auto' (the newest for this machine) or 'none' (the local preset's figures)")
     p.add_argument("--inject-fault", default=None, metavar="SPEC",
                    help='rehearse a fault: "rank=R,step=S,kind=K[,axis=A][,factor=F]", K one of ' + ", ".join(FAULT_KINDS))
     p.add_argument("--max-restarts", type=int, default=0, help="on a dead or hung rank, restart from the last checkpoint up to K times")
@@ -211,4 +213,4 @@ def spec_from_argv(argv: list[str]) -> tuple[RunSpec, dict]:
     spec = make_spec(model_from_args(a), cfg, a.steps, a.seed, a.optimizer, a.lr, a.capacity_factor, bool(a.trace),
                      world_size=a.world, fault=fault, **ck)
     return spec, {"json": a.json, "trace": a.trace, "timeout": a.timeout, "hang_timeout": a.hang_timeout,
-                  "max_restarts": a.max_restarts}
+                  "max_restarts": a.max_restarts, "profile": None if a.profile == "none" else a.profile}

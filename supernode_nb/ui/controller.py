@@ -49,6 +49,7 @@ class RunController:
         self.log: RunLog | None = None
         self.handle: RunHandle | None = None
         self.result, self.error_text, self.first_record_s = None, "", None
+        self.estimate: dict | None = None              # the estimate shown beside the run (the live view sets it): archived with it
         self._threads: list[threading.Thread] = []
         self._stop = threading.Event()
         self._pending: queue.Queue = queue.Queue()     # state updates waiting for `flush`, in order
@@ -74,6 +75,7 @@ def start(self: RunController, steps: int | None = None, fault: FaultSpec | dict
     steps = steps or st.steps
     spec = make_spec(st.spec(), st.config(), steps=steps, world_size=st.world, fault=fault or self.fault)
     self.log, self.result, self.error_text, self.first_record_s, self.handle = RunLog(st.world), None, "", None, None
+    self.estimate = None
     self._q, self._stop, self._t0 = queue.Queue(), threading.Event(), time.monotonic()
     self._spec, self._started = spec, time.time()
     self._states = {r: dict(state="starting", step=None, last_op="") for r in range(st.world)}
@@ -164,13 +166,14 @@ def _pump(self: RunController, steps: int):
 # %% ../../nbs/60_ui/64_controller.ipynb #22ad1287
 @patch
 def _archive(self: RunController, kind: str):
-    "Record this run in the run archive like `supernode-nb run` does."
+    "Record this run in the run archive like `supernode-nb run` does, with the estimate shown beside it (its error then"
+    "joins the profile's history: `profile.error_band`)."
     from supernode_nb.foundation.store import auto_record
     log = self.log
     done = [{"step": s, "ranks": [log.steps[s][r] for r in range(log.world)]} for s in log.complete_steps()]
     res = {"config": self._spec.to_dict(), "losses": [st["ranks"][0].get("loss") for st in done], "steps": done}
     auto_record(res, outcome={"done": "ok", "stopped": "stopped"}.get(kind, "failed"), error=self.error_text,
-                started=self._started, finished=time.time(), label="dashboard")
+                started=self._started, finished=time.time(), label="dashboard", estimate=self.estimate)
 
 @patch
 def _finish(self: RunController, kind, x, states):

@@ -168,6 +168,7 @@ class LiveView:
 
     def _show(self, est, extra: str = "", load: float = 0.0):
         self.estimate = estimate_parts(est) if est is not None else None
+        self.ctl.estimate = None if est is None else est.to_dict()      # archived with the run
         self.note.value = ("" if est is None else f'<span class="snb-est" data-step-s="{est.step_time_s:.6g}" data-host-load="{load:.2f}">'
                            f'estimate beside the measurement: {html.escape(_est_line(est))} — {html.escape(_est_source(self.state, est))}{extra}</span>')
 
