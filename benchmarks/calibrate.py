@@ -95,6 +95,12 @@ def main(argv=None):
     out["summary"]["profile_only"] = {"step_abs_error_pct": {"median": _r(pe.median(), 1), "max": _r(pe.max(), 1)},
                                       "kendall_tau": _r(kendall_tau(list(st.profile_only_s), list(st.measured_s)), 3),
                                       "note": "the first calibration alone, without the speed probe or later calibrations"}
+    if a.probe:   # the same runs priced without the probe: what the probe changed
+        ue = s.unprobed_error_pct.abs()
+        out["summary"]["unprobed"] = {"step_abs_error_pct": {"median": _r(ue.median(), 1), "max": _r(ue.max(), 1)},
+                                      "within_25pct": int((ue <= 25).sum()),
+                                      "kendall_tau": _r(kendall_tau(list(st.unprobed_s), list(st.measured_s)), 3),
+                                      "note": "the same runs and calibrations, without the speed probe's scaling"}
     out["summary"]["slowdown_median"] = _r(st.slowdown.median(), 2)
     out["layouts"] = {}
     for name, g in df.groupby("layout", sort=False):
@@ -102,7 +108,8 @@ def main(argv=None):
         out["layouts"][name] = {"model": r0.model, "world": int(r0.world), "load_avg": _r(r0.load_avg, 2), "runs": int(r0.repeats), "step_spread_pct": _r(r0.step_spread_pct, 1),
                                 "slowdown": _r(r0.slowdown, 2),
                                 "parts": {r.part: {"predicted_ms": _r(r.predicted_s * 1e3), "measured_ms": _r(r.measured_s * 1e3),
-                                                   "error_pct": _r(r.error_pct, 1), "profile_only_ms": _r(r.profile_only_s * 1e3)}
+                                                   "error_pct": _r(r.error_pct, 1), "profile_only_ms": _r(r.profile_only_s * 1e3),
+                                                   "unprobed_ms": _r(r.unprobed_s * 1e3)}
                                           for r in g.itertuples()}}
     print(json.dumps(out, indent=1, ensure_ascii=False))
 

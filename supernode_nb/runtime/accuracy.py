@@ -194,7 +194,7 @@ def local_check(layouts=None, prof: MachineProfile | None = None, repeats: int =
     the median of its runs' predictions. With `max_repeats`, a layout whose runs still differ by more than
     `unstable_pct` after `repeats` rounds is run again, in further interleaved rounds of such layouts, up to
     `max_repeats` runs: a median of three with one run in a slow phase is one draw from two. `profile_only_s` keeps the
-    prediction from `prof` alone."""
+    prediction from `prof` alone; `unprobed_s` the runs' own profiles without the speed probe (the probe's effect on the same runs)."""
     import pandas as pd
     from supernode_nb.runtime.calibrate import calibrate, speed_probe
     L = resolve_layouts(layouts)
@@ -223,12 +223,14 @@ def local_check(layouts=None, prof: MachineProfile | None = None, repeats: int =
         pred = _part_medians([predict(model, cfg, x["priced_by"].scaled(x["slowdown"])) for x in runs[name]])
         base = predict(model, cfg, prof)
         b = {r["part"]: r["predicted_s"] for r in compare(base, meas)}
-        for r in compare(pred, meas):
+        u = {r["part"]: r["predicted_s"] for r in compare(_part_medians([predict(model, cfg, x["priced_by"]) for x in runs[name]]), meas)}
+        for r in compare(pred, meas):   # u: the same runs' profiles without the speed probe (the probe's effect, on the same runs)
             rows.append(dict(layout=name, model=model.name, world=cfg.world_size, gbs=cfg.gbs, **r, profile_only_s=b.get(r["part"], math.nan),
+                             unprobed_s=u.get(r["part"], math.nan),
                              slowdown=round(k, 2), load_avg=meas["load_avg"],
                              repeats=meas["repeats"], step_spread_pct=meas["step_spread_pct"]))
     df = pd.DataFrame(rows)
-    for col in ("profile_only",): df[f"{col}_error_pct"] = 100 * (df[f"{col}_s"] / df.measured_s - 1)
+    for col in ("profile_only", "unprobed"): df[f"{col}_error_pct"] = 100 * (df[f"{col}_s"] / df.measured_s - 1)
     df.attrs["profile"], df.attrs["calibrations"] = prof.name, len(profs)
     df.attrs["runs"] = sum(len(rs) for rs in runs.values())
     return df
@@ -239,6 +241,7 @@ def summary(df):
     st = df[df.part == "step"].set_index("layout")
     return pd.DataFrame({"world": st.world, "predicted_ms": (st.predicted_s * 1e3).round(1), "measured_ms": (st.measured_s * 1e3).round(1),
                          "step_error_pct": st.error_pct.round(1), "profile_only_error_pct": st.profile_only_error_pct.round(1),
+                         "unprobed_error_pct": st.unprobed_error_pct.round(1),
                          "slowdown": st.slowdown,
                          "step_spread_pct": st.step_spread_pct, "load_avg": st.load_avg})
 
