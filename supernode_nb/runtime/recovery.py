@@ -153,6 +153,8 @@ def cli_run(argv: list[str]) -> int:
         auto_record({"config": spec.to_dict()}, outcome="failed", error=str(e), started=started, finished=time.time(),
                     extra={"restarts": getattr(e, "restarts", [])})
         print(f"supernode-nb run: {e}", file=sys.stderr); return 1
+    if est is not None and res["config"]["parallel"] != spec.parallel.to_dict():   # resumed on another layout after a fault:
+        est = band = None                                                         # the estimate was not for the steps measured
     auto_record(res, started=started, finished=time.time(), extra={"restarts": res.get("restarts", [])},   # SUPERNODE_NB_ARCHIVE=off
                 estimate=None if est is None else est.to_dict(), topology=None if est is None else "local")   # disables
     if opts["trace"]:
