@@ -223,7 +223,8 @@ def local_check(layouts=None, prof: MachineProfile | None = None, repeats: int =
         pred = _part_medians([predict(model, cfg, x["priced_by"].scaled(x["slowdown"])) for x in runs[name]])
         base = predict(model, cfg, prof)
         b = {r["part"]: r["predicted_s"] for r in compare(base, meas)}
-        u = {r["part"]: r["predicted_s"] for r in compare(_part_medians([predict(model, cfg, x["priced_by"]) for x in runs[name]]), meas)}
+        unprobed = _part_medians([predict(model, cfg, x["priced_by"]) for x in runs[name]]) if probe else pred   # same without a probe
+        u = {r["part"]: r["predicted_s"] for r in compare(unprobed, meas)}
         for r in compare(pred, meas):   # u: the same runs' profiles without the speed probe (the probe's effect, on the same runs)
             rows.append(dict(layout=name, model=model.name, world=cfg.world_size, gbs=cfg.gbs, **r, profile_only_s=b.get(r["part"], math.nan),
                              unprobed_s=u.get(r["part"], math.nan),
