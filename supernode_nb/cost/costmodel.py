@@ -204,19 +204,17 @@ def compare_measured(est: Estimate, measured: dict) -> dict:
 def loaded_estimate(model: ModelSpec, cfg: ParallelConfig, profile,   # a CPU `MachineProfile` (an idle host's)
                     background: float,            # cores other processes keep busy while the run computes
                     topology: Topology | str = "local", placement=None) -> Estimate:
-    "The estimate on a CPU host where other processes keep `background` cores busy. Parts where ranks wait on each other"
-    "(collectives, bubbles, and compute between per-micro-batch collectives: tp, cp, pp, ep) are priced as every rank losing"
-    "its share of the background (`MachineProfile.loaded`); parts each rank runs on its own (data-parallel compute, the"
-    "optimizer) lose only what the ranks' average demand leaves no idle core for."
+    "The estimate on a CPU host where other processes keep `background` cores busy. Compute, collectives and bubbles are"
+    "priced as every rank losing its share of the background (`MachineProfile.loaded`): the ranks compute in lockstep, tp's,"
+    "cp's, pp's and ep's between the collectives of every micro-batch and dp's lined up by each step's gradient sync. The"
+    "step's own host work (`other_s`) loses only what the ranks' average demand for it leaves no idle core for."
     idle = estimate(model, cfg, topology, placement, profile=profile)
     if background <= 0: return idle
     full = estimate(model, cfg, topology, placement, profile=profile.loaded(background))
     b0, b1, n = idle.breakdown, full.breakdown, cfg.world_size
-    lockstep = cfg.tp > 1 or cfg.cp > 1 or cfg.pp > 1 or (cfg.ep > 1 and model.is_moe)
-    own = b0["other_s"] + (0.0 if lockstep else b0["compute_s"])          # each rank's own work on the idle host
-    demand = n * profile.share(n) * own / idle.step_time_s                 # cores it keeps busy, on average
+    demand = n * profile.share(n) * b0["other_s"] / idle.step_time_s       # cores the host work keeps busy, on average
     f = max(1.0, demand / max(profile.devices - background, 0.05 * n))     # the background fills the idle cores first
-    parts = dict(b1, compute_s=b1["compute_s"] if lockstep else b0["compute_s"] * f, other_s=b0["other_s"] * f)
+    parts = dict(b1, other_s=b0["other_s"] * f)
     step = parts["compute_s"] + parts["bubble_s"] + parts["other_s"] + sum(parts["comm_s"].values())
     k = full.step_time_s / step                                            # throughput figures follow the step
     return replace(full, step_time_s=step, breakdown=parts, tokens_per_s=full.tokens_per_s * k, tflops_per_device=full.tflops_per_device * k,
