@@ -139,4 +139,10 @@ def test_run_is_priced_and_the_pair_kept(prof, tmp_path):
     assert j["estimate"]["profile"] == "pricing" and j["expected_error"]["n"] == 2 and j["estimate_error_pct"] is not None
     bad = cli("run", "--profile", "nosuch", "--steps", "2")
     assert bad.returncode == 1 and "--profile nosuch: profile 'nosuch' not found" in bad.stderr and "step 1/2" not in bad.stderr
+    assert "saved: pricing (local)" in bad.stderr, bad.stderr                      # the error names what there is
     assert len(Archive(tmp_path / "archive.sqlite").list_runs(kind="run")) == 3   # the refused run never started
+    # the newest profile cannot price (no matmul rate): without --profile the run goes ahead unpriced, and says so
+    Archive(tmp_path / "archive.sqlite").save_profile(dataclasses.replace(prof, name="broken", matmul_tflops={}))
+    unpriced = cli("run", "--world", "2", "--dp", "2", "--steps", "2")
+    assert unpriced.returncode == 0 and "warning: not priced" in unpriced.stderr and "has no matmul rate" in unpriced.stderr, unpriced.stderr
+    assert "estimate: " not in unpriced.stdout and not Archive(tmp_path / "archive.sqlite").accuracy_pairs("broken")

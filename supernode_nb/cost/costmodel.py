@@ -98,11 +98,13 @@ def _resolve_profile(profile, topo: Topology):
     where = getattr(topo, "preset", None) or topo.name
     if profile is None: return None, f"none: the {where} preset's figures"
     if isinstance(profile, str):
-        from supernode_nb.cost.profile import find_profile
+        from supernode_nb.cost.profile import find_profile, saved_profiles
         p = find_profile(where, name=None if profile == "auto" else profile)
         if p is None:
             if profile == "auto": return None, f"none matches {where}: the preset's figures"
-            raise ValueError(f"profile {profile!r} not found in the archive")
+            have = saved_profiles()
+            raise ValueError(f"profile {profile!r} not found in the archive; " + (f"saved: {', '.join(have)}" if have else
+                             "it holds none (`supernode-nb calibrate` measures this machine into one)"))
         profile = p
     return profile, getattr(profile, "name", type(profile).__name__)
 

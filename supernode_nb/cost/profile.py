@@ -13,7 +13,7 @@ from .commcost import collective_time
 from fastcore.basics import patch
 
 # %% auto #0
-__all__ = ['MachineProfile', 'left_by', 'find_profile', 'error_band']
+__all__ = ['MachineProfile', 'left_by', 'find_profile', 'saved_profiles', 'error_band']
 
 # %% ../../nbs/10_cost/14_profile.ipynb #40d96fe1
 @dataclass
@@ -272,6 +272,12 @@ def find_profile(topology_name: str | None,     # the topology preset the estima
     host = socket.gethostname()
     best = next((r for r in rows if r["host"] == host), rows[0])
     return MachineProfile.from_dict(best["data"])
+
+def saved_profiles(path=None) -> list[str]:   # archive file (default: the user's archive)
+    "The names of the profiles saved in the archive, newest first, each with the topology it prices: 'vm-cpu (local)'."
+    a = _archive(path)
+    if a is None or not a.path.exists(): return []
+    return list(dict.fromkeys(f"{r['name']} ({r['topology']})" for r in a.profiles()))
 
 # %% ../../nbs/10_cost/14_profile.ipynb #3081910d
 def _pct(xs, q):
