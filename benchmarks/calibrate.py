@@ -90,7 +90,8 @@ def main(argv=None):
                        "within_10pct": int((ae <= 10).sum()), "within_25pct": int((ae <= 25).sum()),
                        "kendall_tau": _r(kendall_tau(list(st.predicted_s), list(st.measured_s)), 3),
                        "best_pick": _best(df, "predicted_s"), "per_part": per_part,
-                       "load_avg_median": _r(st.load_avg.median(), 2)}}
+                       "load_avg_median": _r(st.load_avg.median(), 2),
+                       "failed_runs": df.attrs["failed"], "unmeasured": df.attrs["unmeasured"]}}
     pe = s.profile_only_error_pct.abs()
     out["summary"]["profile_only"] = {"step_abs_error_pct": {"median": _r(pe.median(), 1), "max": _r(pe.max(), 1)},
                                       "kendall_tau": _r(kendall_tau(list(st.profile_only_s), list(st.measured_s)), 3),

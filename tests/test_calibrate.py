@@ -104,6 +104,27 @@ def test_parts_line_up_with_a_real_run(prof):
     assert mp.active_children() == []
 
 
+def test_a_lost_rank_costs_one_run_not_the_check(prof, monkeypatch):
+    "A run that loses a rank (here killed on purpose) is tried once more; the check goes on, lists every lost run, and"
+    "leaves out a layout no try measured, with no process left behind."
+    from supernode_nb.runtime import accuracy
+    from supernode_nb.runtime.faults import FaultSpec
+    real, calls = accuracy.measure, []
+    def flaky(model, cfg, *a, **k):       # runs 1, 3 and 4 lose rank 1 at their first step: dp2's first try, both of tp2's
+        calls.append(cfg.world_size)
+        return real(model, cfg, *a, fault=FaultSpec(rank=1, step=0, kind="kill") if len(calls) in (1, 3, 4) else None, **k)
+    monkeypatch.setattr(accuracy, "measure", flaky)
+    df = local_check(["dp2", "tp2"], prof, repeats=1, steps=3, skip=1)
+    assert len(calls) == 4 and set(df.layout) == {"dp2"} and (df.repeats == 1).all()
+    assert [(f["layout"], f["attempt"]) for f in df.attrs["failed"]] == [("dp2", 1), ("tp2", 1), ("tp2", 2)]
+    assert all("rank 1" in f["error"] for f in df.attrs["failed"]), df.attrs["failed"]
+    assert df.attrs["unmeasured"] == ["tp2"] and df.attrs["runs"] == 1
+    monkeypatch.setattr(accuracy, "measure", lambda *a, **k: real(*a, fault=FaultSpec(rank=1, step=0, kind="kill"), **k))
+    with pytest.raises(RuntimeError, match="no layout measured: every run lost a rank"):
+        local_check(["dp2"], prof, repeats=1, steps=3, skip=1)
+    assert mp.active_children() == []
+
+
 @pytest.mark.parametrize("model,cfg", [("tiny-gpt", P(dp=2, global_batch_size=2)), ("tiny-moe", P(dp=2, ep=2, global_batch_size=2))])
 def test_priced_ddp_operators_are_the_engines(model, cfg):
     "The operators the cost model prices for this engine's DDP (4 per parameter tensor, 3 per bucket) are the ones it dispatches."

@@ -194,31 +194,43 @@ def local_check(layouts=None, prof: MachineProfile | None = None, repeats: int =
     the median of its runs' predictions. With `max_repeats`, a layout whose runs still differ by more than
     `unstable_pct` after `repeats` rounds is run again, in further interleaved rounds of such layouts, up to
     `max_repeats` runs: a median of three with one run in a slow phase is one draw from two. `profile_only_s` keeps the
-    prediction from `prof` alone; `unprobed_s` the runs' own profiles without the speed probe (the probe's effect on the same runs)."""
+    prediction from `prof` alone; `unprobed_s` the runs' own profiles without the speed probe (the probe's effect on the same runs).
+
+    A run that loses a rank (`faults.RunFailed`: gloo once killed a rank with SIGSEGV in cp2's first ring shift, and
+    the benchmark lost its first round with it) is tried again once; every lost run is listed in `df.attrs["failed"]`, and a layout left with no
+    run at all in `df.attrs["unmeasured"]` rather than in the table."""
     import pandas as pd
     from supernode_nb.runtime.calibrate import calibrate, speed_probe
+    from supernode_nb.runtime.faults import RunFailed
     L = resolve_layouts(layouts)
     if steps <= skip: raise ValueError(f"steps={steps} must exceed skip={skip} (the warm-up steps left out)")
     if max_repeats is not None and max_repeats < repeats:
         raise ValueError(f"max_repeats={max_repeats} must be at least repeats={repeats}")
     prof = prof or calibrate()
     runs: dict[str, list] = {n: [] for n in L}
-    profs = [prof]
+    profs, failed = [prof], []
     def one_round(r, names):
         if r and recalibrate is not None: profs.append(recalibrate())
         for name in names:
             model, cfg = L[name]
-            if probe: settle()                      # the last run's ranks gone, as `measure` waits before its run
-            k = speed_probe(profs[-1]) if probe else 1.0
-            runs[name].append(dict(measure(model, cfg, steps, skip, timeout_s), slowdown=k, priced_by=profs[-1]))
-            if progress is not None: progress(name, r, runs[name][-1])
+            for attempt in (1, 2):                  # a lost rank: once more, then on to the next layout
+                if probe: settle()                  # the last run's ranks gone, as `measure` waits before its run
+                k = speed_probe(profs[-1]) if probe else 1.0
+                try: m = measure(model, cfg, steps, skip, timeout_s)
+                except RunFailed as e:
+                    failed.append(dict(layout=name, round=r, attempt=attempt, error=str(e).splitlines()[0]))
+                    continue
+                runs[name].append(dict(m, slowdown=k, priced_by=profs[-1]))
+                if progress is not None: progress(name, r, runs[name][-1])
+                break
     for r in range(repeats): one_round(r, list(L))
     for r in range(repeats, max_repeats or 0):
-        shaky = [n for n, rs in runs.items() if _spread_pct(rs) > unstable_pct]
+        shaky = [n for n, rs in runs.items() if not rs or _spread_pct(rs) > unstable_pct]
         if not shaky: break
         one_round(r, shaky)
     rows = []
     for name, (model, cfg) in L.items():
+        if not runs[name]: continue                 # every try lost a rank: listed in attrs["unmeasured"]
         meas, k = _median_of(runs[name]), statistics.median(x["slowdown"] for x in runs[name])
         pred = _part_medians([predict(model, cfg, x["priced_by"].scaled(x["slowdown"])) for x in runs[name]])
         base = predict(model, cfg, prof)
@@ -230,10 +242,12 @@ def local_check(layouts=None, prof: MachineProfile | None = None, repeats: int =
                              unprobed_s=u.get(r["part"], math.nan),
                              slowdown=round(k, 2), load_avg=meas["load_avg"],
                              repeats=meas["repeats"], step_spread_pct=meas["step_spread_pct"]))
+    if not rows: raise RuntimeError(f"no layout measured: every run lost a rank ({'; '.join(f['error'] for f in failed[-2:])})")
     df = pd.DataFrame(rows)
     for col in ("profile_only", "unprobed"): df[f"{col}_error_pct"] = 100 * (df[f"{col}_s"] / df.measured_s - 1)
     df.attrs["profile"], df.attrs["calibrations"] = prof.name, len(profs)
     df.attrs["runs"] = sum(len(rs) for rs in runs.values())
+    df.attrs["failed"], df.attrs["unmeasured"] = failed, [n for n, rs in runs.items() if not rs]
     return df
 
 def summary(df):

@@ -272,15 +272,16 @@ def settle(idle: float = 0.85, max_s: float = 15.0) -> float:
     while time.monotonic() - t0 < max_s and psutil.cpu_percent(interval=0.25) > 100 * (1 - idle): pass
     return time.monotonic() - t0
 
-def measure(model: ModelSpec | str, cfg: ParallelConfig, steps: int = 8, skip: int = 2, timeout_s: float = 300.0) -> dict:
+def measure(model: ModelSpec | str, cfg: ParallelConfig, steps: int = 8, skip: int = 2, timeout_s: float = 300.0,
+            fault=None) -> dict:   # a `faults.FaultSpec` to rehearse (tests of what survives a lost rank)
     "Run `cfg` for `steps` steps with `runner.run` (one thread per rank) once the host is idle (`settle`); the median"
-    "breakdown and the load average."
+    "breakdown and the load average. A lost rank raises `faults.RunFailed`."
     from supernode_nb.runtime.runner import make_spec, run
     if steps <= skip: raise ValueError(f"steps={steps} must exceed skip={skip} (the warm-up steps left out)")
     waited = settle()
     load0, old = os.getloadavg()[0], torch.get_num_threads()
     torch.set_num_threads(1)
-    try: res = run(make_spec(model, cfg, steps), timeout_s=timeout_s)
+    try: res = run(make_spec(model, cfg, steps, fault=fault), timeout_s=timeout_s)
     finally: torch.set_num_threads(old)
     return dict(summarise(res, skip), load_avg=round((load0 + os.getloadavg()[0]) / 2, 2), settled_s=round(waited, 2))
 
