@@ -6,7 +6,7 @@ Docs: https://supernode-nb.github.io/supernode_nb/40_runtime/sweep.html.md"""
 
 # %% ../../nbs/40_runtime/49_sweep.ipynb #d926acaf
 from __future__ import annotations
-import os
+import os, time
 from ..foundation.core import Parser, emit
 from ..foundation.config import ModelSpec, ParallelConfig, get_model
 from ..foundation.topology import get_topology
@@ -15,7 +15,7 @@ from .accuracy import kendall_tau, scatter_figure
 from .probes import summarise
 
 # %% auto #0
-__all__ = ['sweep', 'sweep_figure', 'cli_sweep']
+__all__ = ['sweep', 'row_text', 'sweep_figure', 'cli_sweep']
 
 # %% ../../nbs/40_runtime/49_sweep.ipynb #db1cb0ef
 def _archive_for(path):
@@ -45,10 +45,13 @@ def sweep(model: ModelSpec | str = "tiny-gpt", world: int = 4, global_batch: int
           repeats: int = 1,                      # runs of each configuration, interleaved; measured = their median
           distinct: bool = True) -> "pd.DataFrame":   # one configuration per layout (False: ZeRO / recompute / SP variants too)
     "Plan, run and record the `top` best runnable configurations here; one row per configuration, predicted beside measured."
+    "A run that loses a rank is archived as failed and the sweep goes on: its row says why (`failed`), measured None when"
+    "no run of it finished; Kendall τ is over the configurations measured."
     import pandas as pd, statistics
     from supernode_nb.cost.planner import plan
     from supernode_nb.cost.costmodel import estimate
     from supernode_nb.runtime.runner import make_spec, run
+    from supernode_nb.runtime.faults import RunFailed
     if repeats < 1: raise ValueError(f"repeats={repeats} must be >= 1")
     m = get_model(model) if isinstance(model, str) else model
     topo = get_topology("local", devices=world)
@@ -58,25 +61,39 @@ def sweep(model: ModelSpec | str = "tiny-gpt", world: int = 4, global_batch: int
     cfgs = (_distinct(cfgs) if distinct else cfgs)[:top]
     ests = [estimate(m, c, topo, profile=profile, advise=False) for c in cfgs]
     arc, runs, ids, rows = _archive_for(archive), [[] for _ in cfgs], [[] for _ in cfgs], []
+    fails: list[list[str]] = [[] for _ in cfgs]
     for rep in range(repeats):                   # interleaved: a slow phase of the host falls on every configuration alike
         for i, (cfg, est) in enumerate(zip(cfgs, ests)):
-            res = run(make_spec(m, cfg, steps), timeout_s=300)
-            runs[i].append(summarise(res, skip)["step_s"])
-            label = f"sweep {i + 1}/{len(cfgs)}" + (f" run {rep + 1}/{repeats}" if repeats > 1 else "")
-            ids[i].append(arc.record_result(res, topology=topo, estimate=est.to_dict(), label=label) if arc else None)
+            label, t0 = f"sweep {i + 1}/{len(cfgs)}" + (f" run {rep + 1}/{repeats}" if repeats > 1 else ""), time.time()
+            try:
+                res = run(make_spec(m, cfg, steps), timeout_s=300)
+                runs[i].append(summarise(res, skip)["step_s"])
+                ids[i].append(arc.record_result(res, topology=topo, estimate=est.to_dict(), label=label) if arc else None)
+            except RunFailed as e:               # a lost rank: archived as failed, and on to the next configuration
+                fails[i].append(str(e).splitlines()[0])
+                ids[i].append(arc.record_run(m, cfg, outcome="failed", error=str(e), topology=topo, estimate=est.to_dict(), label=label,
+                                             started=t0, finished=time.time()) if arc else None)
             if rep < repeats - 1: continue
-            meas = statistics.median(runs[i])
+            meas = statistics.median(runs[i]) if runs[i] else None
             rows.append(dict(rank=i + 1, layout=_layout(cfg), zero=cfg.zero, recompute=cfg.recompute, micro_batches=cfg.num_microbatches,
-                             predicted_s=est.step_time_s, measured_s=meas, error_pct=100 * (est.step_time_s / meas - 1),
-                             runs_s=list(runs[i]), profile=est.profile, archive_id=ids[i][-1], archive_ids=list(ids[i]),
+                             predicted_s=est.step_time_s, measured_s=meas, error_pct=None if meas is None else 100 * (est.step_time_s / meas - 1),
+                             runs_s=list(runs[i]), failed="; ".join(fails[i]), profile=est.profile, archive_id=ids[i][-1], archive_ids=list(ids[i]),
                              load_avg=round(os.getloadavg()[0], 2)))
             if progress: progress(rows[-1])
     df = pd.DataFrame(rows)
-    df.attrs["kendall_tau"] = kendall_tau(list(df.predicted_s), list(df.measured_s)) if len(df) > 1 else float("nan")
+    ok = df[df.measured_s.notna()] if len(df) else df
+    df.attrs["kendall_tau"] = kendall_tau(list(ok.predicted_s), list(ok.measured_s)) if len(ok) > 1 else float("nan")
     return df
 
+def row_text(r: dict) -> str:
+    "One configuration's line: predicted beside measured (and its error), or why it was not measured."
+    head = f"{r['rank']}. {r['layout']}: predicted {r['predicted_s'] * 1e3:.1f} ms, "
+    if r["measured_s"] is None or r["measured_s"] != r["measured_s"]: return head + f"failed: {r['failed']}"
+    return head + f"measured {r['measured_s'] * 1e3:.1f} ms ({r['error_pct']:+.0f} %)" + (f" — lost: {r['failed']}" if r["failed"] else "")
+
 def sweep_figure(df):
-    "Predicted against measured step of each configuration swept, with Kendall τ."
+    "Predicted against measured step of each configuration swept (those measured), with Kendall τ."
+    df = df[df.measured_s.notna()]
     return scatter_figure(list(df.predicted_s), list(df.measured_s), [f"{r.rank}. {r.layout}" for r in df.itertuples()],
                           title="sweep: predicted vs measured step")
 
@@ -96,10 +113,12 @@ def cli_sweep(argv: list[str]) -> int:
     if not 1 <= a.top <= 16: p.error(f"--top {a.top}: use 1..16")
     if not 1 <= a.world <= 8: p.error(f"--world {a.world}: use 1..8 local ranks")
     if not 1 <= a.repeats <= 9: p.error(f"--repeats {a.repeats}: use 1..9")
-    say = None if a.json else (lambda r: print(f"{r['rank']}. {r['layout']}: predicted {r['predicted_s'] * 1e3:.1f} ms, "
-                                               f"measured {r['measured_s'] * 1e3:.1f} ms ({r['error_pct']:+.0f} %)", flush=True))
+    say = None if a.json else (lambda r: print(row_text(r), flush=True))
     df = sweep(a.model, a.world, a.global_batch, a.top, max(a.steps, 3), min(2, max(a.steps, 3) - 1), a.profile, a.archive, say, a.repeats, not a.all_variants)
     tau = df.attrs["kendall_tau"]
     if a.figure: sweep_figure(df).write_html(a.figure, include_plotlyjs=True)
-    emit({"rows": df.to_dict("records"), "kendall_tau": tau}, a.json, f"Kendall τ (predicted vs measured): {tau:.2f} over {len(df)} configs")
-    return 0
+    rows = [{k: None if isinstance(v, float) and v != v else v for k, v in r.items()} for r in df.to_dict("records")]   # NaN: JSON null
+    n_ok = int(df.measured_s.notna().sum())
+    emit({"rows": rows, "kendall_tau": None if tau != tau else tau}, a.json,
+         f"Kendall τ (predicted vs measured): {tau:.2f} over {n_ok} configs" + (f"; {len(df) - n_ok} failed" if n_ok < len(df) else ""))
+    return 1 if n_ok == 0 else 0

@@ -236,7 +236,7 @@ class SweepView:
 
     def run(self, wait: bool = False, **kw):   # kw: to `sweep` (steps, skip, profile, archive)
         "Sweep in a background thread, each configuration's result shown as it lands; `wait` blocks until done."
-        from supernode_nb.runtime.sweep import sweep, sweep_figure
+        from supernode_nb.runtime.sweep import sweep, sweep_figure, row_text
         if self.running: return
         st, k, disp = self.state, self.top.value, (lambda fn: fn()) if wait else kernel_dispatch
         gbs = st.config().global_batch_size
@@ -246,17 +246,21 @@ class SweepView:
         def show(text, df=None):
             if df is not None and len(df):
                 replace_figure(self.fig, sweep_figure(df))
-                self.table.value = df[["rank", "layout", "predicted_s", "measured_s", "error_pct"]].round(4).to_html(index=False)
+                cols = ["rank", "layout", "predicted_s", "measured_s", "error_pct"] + (["failed"] if df.failed.astype(bool).any() else [])
+                self.table.value = df[cols].round(4).to_html(index=False, na_rep="—")
             self.status.value, self.button.disabled = text, False
         def landed(r):
-            text = f"{r['rank']}/{k} {html.escape(r['layout'])}: predicted {1e3 * r['predicted_s']:.1f} ms, measured {1e3 * r['measured_s']:.1f} ms…"
+            text = html.escape(row_text(dict(r, rank=f"{r['rank']}/{k}"))) + "…"
             disp(functools.partial(setattr, self.status, "value", text))
         def work():
             t0 = time.monotonic()
             try:
                 self.df = sweep(st.spec(), st.world, gbs, k, repeats=self.repeats.value, progress=landed, **kw)
                 tau = self.df.attrs["kendall_tau"]
-                done = functools.partial(show, f"{len(self.df)} layouts in {time.monotonic() - t0:.0f} s; Kendall τ {tau:.2f}", self.df)
+                bad = int(self.df.measured_s.isna().sum()) if len(self.df) else 0
+                done = functools.partial(show, f"{len(self.df)} layouts in {time.monotonic() - t0:.0f} s; "
+                                         + (f"Kendall τ {tau:.2f}" if tau == tau else "no ranking (fewer than two measured)")
+                                         + (f"; {bad} failed (a rank lost: see the table)" if bad else ""), self.df)
             except Exception as e:
                 self.log.write("sweep", e); done = functools.partial(show, f"sweep failed: {html.escape(str(e))}")
             disp(done)
