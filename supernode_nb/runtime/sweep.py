@@ -59,6 +59,11 @@ def sweep(model: ModelSpec | str = "tiny-gpt", world: int = 4, global_batch: int
     p = plan(m, topo, global_batch, top=max(top, 64) if distinct else top, profile=profile, runnable_only=True)
     cfgs = [ParallelConfig(**r["config"]) for r in p.top]
     cfgs = (_distinct(cfgs) if distinct else cfgs)[:top]
+    if not cfgs:
+        why = {k: v for k, v in p.rejected.items() if not (p.valid and k.startswith("invalid"))}   # valid ones: why they did not fit
+        why = ", ".join(f"{k}: {v}" for k, v in sorted(why.items(), key=lambda kv: -kv[1])[:3])
+        raise ValueError(f"no runnable configuration of {m.name} on {world} local rank(s) at global batch {global_batch}: of "
+                         f"{p.searched} layouts {p.valid} are valid and {p.fitting} fit in memory ({why})")
     ests = [estimate(m, c, topo, profile=profile, advise=False) for c in cfgs]
     arc, runs, ids, rows = _archive_for(archive), [[] for _ in cfgs], [[] for _ in cfgs], []
     fails: list[list[str]] = [[] for _ in cfgs]
