@@ -343,8 +343,7 @@ def _costs(model: ModelSpec, C: dict, topo: Topology, links: dict, efficiency, d
         n_b = _n_buckets(mem["Pd"], C.get("rw", w), o["bucket"]) + np.where(mem["Pe"] > 0, _n_buckets(mem["Pe"], C.get("rw", w), o["bucket"]), 0)
         penalty = penalty + ddp * _vec(lambda n, r: profile.compute_s(0.0, ranks_per_host=int(r), n_ops=int(n)))(n_t + 2 * n_b, rph)
         other = other + ddp * _vec(lambda n, r: profile.optimizer_s(0.0, n_ops=int(n), ranks_per_host=int(r)))(3 * n_t, rph)
-        L = np.where(g > 1, g, np.where(pp > 1, np.maximum(rph // pp, 1), rph))   # who computes together: a tp·cp·ep group; else a
-        k = _vec(lambda L, r, b, x: profile.contended(int(L), int(r), b, x))(L, rph, m * t["t_mb"] + penalty + other, sum(comm.values()) + bubble)   # stage's dp replicas
+        k = _vec(lambda L, r, b, x: profile.contended(int(L), int(r), b, x))(np.where(g > 1, g, rph), rph, m * t["t_mb"] + penalty + other, sum(comm.values()) + bubble)
         t, penalty = dict(t, t_mb=t["t_mb"] * k), penalty * k; bubble = bub(t)   # and a tp·cp·ep group's compute at the ranks busy at once
     tf, tl = sum(first.values()), sum(last.values())
     compute = m * t["t_mb"] + penalty
