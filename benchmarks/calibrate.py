@@ -13,7 +13,8 @@ the load average (the machine is shared: read the errors beside it).
 
 Each round of repeats after the first is priced with a calibration made just before it (this machine's speed drifts
 by up to 1.8x over minutes, and a calibration is a snapshot of one phase); `--no-recalibrate` prices every run with
-the first. The first calibration alone is reported beside it (`profile_only`).
+the first. The first calibration alone is reported beside it (`profile_only`). Its JSON keeps that calibration, so a
+run saved under `benchmarks/results/` can price any later model on the same measurements: `benchmarks/reprice.py`.
 
 With `--max-repeats N` (default 5), a layout whose runs still differ by more than `--unstable-pct` (default 50 %:
 slowest / fastest - 1) after the first rounds gets further interleaved rounds, up to N runs.
@@ -29,6 +30,13 @@ from supernode_nb.runtime.accuracy import LAYOUTS, kendall_tau, local_check, res
 def _uptime() -> str:
     try: return subprocess.run(["uptime"], capture_output=True, text=True, timeout=5).stdout.strip()
     except Exception: return "load average: " + ", ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def _commit():
+    "The tree's commit (with '+' when it has uncommitted changes), so a stored run says which model priced it."
+    git = lambda *a: subprocess.run(["git", *a], capture_output=True, text=True, timeout=10, cwd=os.path.dirname(os.path.abspath(__file__))).stdout.strip()
+    try: return (git("rev-parse", "--short", "HEAD") + ("+" if git("status", "--porcelain", "--untracked-files=no") else "")) or None
+    except Exception: return None
 
 
 def _r(x, k=3):
@@ -78,7 +86,7 @@ def main(argv=None):
                     "median_signed_error_pct": _r(g.error_pct.median(), 1)} for k, g in parts.groupby("kind")}
     st = df[df.part == "step"]
     out = {"machine": {"cpus": os.cpu_count(), "cores": prof.devices, "torch": torch.__version__, "python": platform.python_version(),
-                       "uptime_before": up0, "uptime_after": _uptime(), "calibrate_s": round(t_cal, 1),
+                       "uptime_before": up0, "uptime_after": _uptime(), "commit": _commit(), "calibrate_s": round(t_cal, 1),
                        "sweep_s": round(time.monotonic() - t0, 1)},
            "settings": {"repeats": a.repeats, "max_repeats": max_repeats, "unstable_pct": a.unstable_pct, "runs": df.attrs["runs"], "steps": a.steps, "skip": a.skip, "threads_per_rank": 1, "calibrations": df.attrs["calibrations"],
                         "measured": "median over interleaved repeats of (median over steps of the slowest rank's wall; rank-mean parts)",

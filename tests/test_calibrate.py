@@ -167,3 +167,21 @@ def test_run_is_priced_and_the_pair_kept(prof, tmp_path):
     unpriced = cli("run", "--world", "2", "--dp", "2", "--steps", "2")
     assert unpriced.returncode == 0 and "warning: not priced" in unpriced.stderr and "has no matmul rate" in unpriced.stderr, unpriced.stderr
     assert "estimate: " not in unpriced.stdout and not Archive(tmp_path / "archive.sqlite").accuracy_pairs("broken")
+
+
+def test_stored_benchmark_runs_reprice():
+    "Every stored run of benchmarks/calibrate.py can be priced by this tree's model: each of its layouts is still known,"
+    "its first calibration loads as a profile, and every error is a number (benchmarks/reprice.py; no accuracy asserted)."
+    import subprocess, sys
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[1]
+    stored = sorted((root / "benchmarks" / "results").glob("calibrate-*.json"))
+    assert stored, "no stored runs under benchmarks/results"
+    out = subprocess.run([sys.executable, str(root / "benchmarks" / "reprice.py")], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    d = json.loads(out.stdout)
+    assert [r["run"] for r in d["runs"]] == [p.name for p in stored]
+    for r in d["runs"]:
+        assert r["not_in_layouts"] == [] and r["now"]["n"] >= 12, r["run"]
+        assert all(math.isfinite(e) for e in r["error_pct"].values()), r["run"]
+    assert d["pooled"]["n"] == sum(r["now"]["n"] for r in d["runs"])
