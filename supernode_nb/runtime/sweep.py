@@ -99,6 +99,9 @@ def row_text(r: dict) -> str:
 def sweep_figure(df):
     "Predicted against measured step of each configuration swept (those measured), with Kendall τ."
     df = df[df.measured_s.notna()]
+    if not len(df):                             # every configuration lost a rank: an empty chart that says so
+        import plotly.graph_objects as go
+        return go.Figure(layout=dict(title="sweep: nothing measured (every configuration lost a rank)"))
     return scatter_figure(list(df.predicted_s), list(df.measured_s), [f"{r.rank}. {r.layout}" for r in df.itertuples()],
                           title="sweep: predicted vs measured step")
 
