@@ -6,7 +6,7 @@ Docs: https://supernode-nb.github.io/supernode_nb/00_foundation/core.html.md"""
 
 # %% ../../nbs/00_foundation/00_core.ipynb #326e852f
 from __future__ import annotations
-import argparse, json, socket, sys
+import argparse, json, math, socket, sys
 from typing import Any
 
 # %% auto #0
@@ -38,10 +38,17 @@ def emit(obj: Any,                # what to print: plain data, or anything with 
          as_json: bool,           # the `--json` flag: indented JSON instead of text
          text: str | None = None, # the human form (default: `obj` itself)
          file=None):              # where to print (default stdout)
-    "Print `obj` as indented JSON when `as_json`, else `text` (or `obj` itself)."
+    "Print `obj` as indented JSON when `as_json` (a NaN or infinity as null: strict JSON), else `text` (or `obj` itself)."
     file = file or sys.stdout
-    if as_json: print(json.dumps(obj, indent=2, default=_jsonable), file=file)
+    if as_json: print(json.dumps(_finite(json.loads(json.dumps(obj, default=_jsonable))), indent=2, allow_nan=False), file=file)
     else: print(text if text is not None else obj, file=file)
+
+def _finite(o):
+    "`o` (plain JSON data) with every NaN and infinity replaced by None."
+    if isinstance(o, float) and not math.isfinite(o): return None
+    if isinstance(o, dict): return {k: _finite(v) for k, v in o.items()}
+    if isinstance(o, list): return [_finite(v) for v in o]
+    return o
 
 def _jsonable(o):
     if hasattr(o, "to_dict"): return o.to_dict()

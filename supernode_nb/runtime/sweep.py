@@ -125,8 +125,7 @@ def cli_sweep(argv: list[str]) -> int:
     df = sweep(a.model, a.world, a.global_batch, a.top, max(a.steps, 3), min(2, max(a.steps, 3) - 1), a.profile, a.archive, say, a.repeats, not a.all_variants)
     tau = df.attrs["kendall_tau"]
     if a.figure: sweep_figure(df).write_html(a.figure, include_plotlyjs=True)
-    rows = [{k: None if isinstance(v, float) and v != v else v for k, v in r.items()} for r in df.to_dict("records")]   # NaN: JSON null
     n_ok = int(df.measured_s.notna().sum())
-    emit({"rows": rows, "kendall_tau": None if tau != tau else tau}, a.json,
+    emit({"rows": df.to_dict("records"), "kendall_tau": tau}, a.json,
          f"Kendall τ (predicted vs measured): {tau:.2f} over {n_ok} configs" + (f"; {len(df) - n_ok} failed" if n_ok < len(df) else ""))
     return 1 if n_ok == 0 else 0
