@@ -75,6 +75,11 @@ def test_prediction_follows_the_measured_figures(prof):
     assert predict(TINY, P(dp=2, global_batch_size=8), dataclasses.replace(prof, overlap={"2": 0.0}))["comm_s"]["dp"] > hidden
     z2 = lambda **kw: predict(TINY, P(dp=2, global_batch_size=8, zero=2), dataclasses.replace(prof, **kw))["comm_s"]["dp"]
     assert z2(queue={"2": 0.1}) < z2(queue={"2": 0.6}) and z2(queue_alone={"2": 0.5}) < z2(queue_alone={"2": 1.0})   # ZeRO's queued calls
+    waits = lambda cfg, k, m=TINY: predict(m, cfg, dataclasses.replace(prof, waits={"2": k, "4": k}))["comm_s"]
+    for cfg, ax, m in [(tp2, "tp", TINY), (P(cp=2, global_batch_size=4), "cp", TINY), (P(dp=2, ep=2, global_batch_size=4), "ep", MOE)]:
+        assert waits(cfg, 2.0, m)[ax] == pytest.approx(2 * waits(cfg, 1.0, m)[ax])     # blocking waits scale with the measured factor
+    dp2 = P(dp=2, global_batch_size=8)
+    assert waits(dp2, 2.0)["dp"] == waits(dp2, 1.0)["dp"]                              # async gradient buckets do not
 
 
 def test_calibration_is_measured_and_saved(prof, tmp_path, capsys):
@@ -88,6 +93,7 @@ def test_calibration_is_measured_and_saved(prof, tmp_path, capsys):
     assert {"all", "all_reduce", "all_to_all", "send_recv", "handoff"} <= set(fits)
     assert all(bw > 0 and lat >= 0 and call >= 0 for bw, lat, call in fits.values())   # gloo: a cost per call besides α–β
     assert prof.backend == "gloo"
+    assert 0.5 <= prof.waits["2"] <= 3.0 and prof.detail["waits"]["2"]["priced_s"] > 0   # a supervised tp 2 step's waits, measured
     assert cli_calibrate(["--quick", "--worlds", "2", "--name", "saved", "--archive", str(tmp_path / "a.sqlite"), "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["saved"] and find_profile("local", path=tmp_path / "a.sqlite").name == "saved"

@@ -44,6 +44,7 @@ class MachineProfile:
     load_avg: float = 0.0          # 1-minute load average while measured (the machine may be shared)
     detail: dict = field(default_factory=dict)     # raw timings behind the figures
     backend: str = ""              # the collectives' backend (gloo, nccl, hccl): its algorithms price them ("": the cheapest)
+    waits: dict = field(default_factory=dict)      # str(ranks on the host) -> a supervised run's blocking waits over their price from `links`
     background_cores: float = 0.0  # cores other processes keep busy on the host (`loaded`); the ranks share the rest
 
     def to_dict(self) -> dict: return asdict(self)
@@ -189,6 +190,12 @@ def _nearest(d: dict, n: int, default: float) -> float:
 def penalty(self: MachineProfile, ranks_per_host: int = 1) -> float:
     "Compute seconds a rank loses per blocking collective (its comm threads waking and winding down on the same cores)."
     return 0.0 if ranks_per_host <= 1 else _nearest(self.penalty_s, ranks_per_host, 0.0) / self._busy(ranks_per_host)
+
+@patch
+def wait_scale(self: MachineProfile, ranks_per_host: int = 1) -> float:
+    "Blocking collectives' waits in a real training step over their price from the `links` fits (1.0 unmeasured): a"
+    "microbenchmark times calls back to back, a step issues each after compute, to a peer whose threads may be asleep."
+    return _nearest(self.waits, ranks_per_host, 1.0)
 
 @patch
 def sync_wait(self: MachineProfile, compute_s: float, ranks_per_host: int = 1) -> float:

@@ -272,6 +272,9 @@ def _comm(model, C, mem, links, t, o):
     counts = ct("all_to_all", 8.0 * max(model.experts, 1), "ep")          # each forward first swaps its per-expert token counts
     out["ep"] = np.where((ep > 1) & model.is_moe, m * Ls * ((4 + 2 * (rc == 2)) * ct("ep_dispatch", a2a, "ep")   # a profile adds its
                                                              + (1 + (rc == 2)) * counts), 0)                    # measured imbalance
+    if o["profile"] is not None:      # a real step's blocking waits over the microbenchmark's price, as the profile measured them
+        ws = _vec(lambda r: o["profile"].wait_scale(int(r)))(o["rph"])
+        out["tp"], out["cp"], out["ep"] = out["tp"] * ws, out["cp"] * ws, out["ep"] * ws
     if o["profile"] is not None:      # the step's gradient sync waits for the last replica to finish its compute (a pipeline
         sync = _vec(lambda c_, r: o["profile"].sync_wait(c_, int(r)))(m * t["t_mb"], o["rph"])   # staggers its stages: its waits
         sync, ring = np.where((C["dp"] > 1) & (pp == 1), sync, 0), C["cp"] > 1   # are bubble); under cp the ranks first meet at

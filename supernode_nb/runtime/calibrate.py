@@ -18,7 +18,7 @@ from ..cost.profile import MachineProfile, left_by
 from .probes import _fwd_bwd, bench_links, contention_worker, fit_latency, fit_link, interference_worker
 
 # %% auto #0
-__all__ = ['count_ops', 'op_counts', 'matmul_tflops', 'copy_GBps', 'model_shapes', 'probe_s', 'ep_imbalance',
+__all__ = ['WAIT_PROBES', 'count_ops', 'op_counts', 'matmul_tflops', 'copy_GBps', 'model_shapes', 'probe_s', 'ep_imbalance',
            'calibration_worker', 'calibrate', 'speed_probe', 'cli_calibrate']
 
 # %% ../../nbs/40_runtime/45_calibrate.ipynb #3168058c
@@ -207,6 +207,25 @@ def _supervised_step_s(m: ModelSpec, proc: dict, mem: float, gbs: int = 4, runs:
     step_s = max(meas["other_s"] - opt - cfg.num_microbatches * proc["microbatch_s"], proc["step_s"])
     return {"step_s": step_s, "detail": dict(d, supervised_other_s=meas["other_s"], supervised_other_runs_s=[r["other_s"] for r in runs], batch_step_s=proc["step_s"])}
 
+# %% ../../nbs/40_runtime/45_calibrate.ipynb #beac6e9e
+WAIT_PROBES = {2: dict(tp=2, global_batch_size=2), 4: dict(dp=2, tp=2, global_batch_size=4)}   # world -> the layout timed
+
+def _supervised_waits(m: ModelSpec, prof: MachineProfile, worlds, runs: int = 2, steps: int = 5) -> dict:
+    "{'waits': {str(world): measured / priced tp waits}, 'detail'}: small tp layouts run supervised (`WAIT_PROBES`), the"
+    "median of `runs` runs' tp waits per step set against `prof`'s price for them (its `waits` left out). Clipped to ×0.5–3."
+    from supernode_nb.foundation.config import ParallelConfig
+    from supernode_nb.runtime.probes import measure
+    from supernode_nb.cost.costmodel import estimate
+    base, waits, det = replace(prof, waits={}), {}, {}
+    for w in (w for w in worlds if w in WAIT_PROBES):
+        cfg = ParallelConfig(**WAIT_PROBES[w])
+        meas = [measure(m, cfg, steps=steps, skip=1)["comm_s"].get("tp", 0.0) for _ in range(runs)]
+        priced = float(estimate(m, cfg, "local", profile=base, advise=False).breakdown["comm_s"].get("tp", 0.0))
+        if priced <= 0 or min(meas) <= 0: continue
+        waits[str(w)] = round(min(3.0, max(0.5, statistics.median(meas) / priced)), 3)
+        det[str(w)] = dict(layout=WAIT_PROBES[w], measured_s=meas, priced_s=priced)
+    return {"waits": waits, "detail": det}
+
 # %% ../../nbs/40_runtime/45_calibrate.ipynb #cal2idle1
 def _to_idle(r: dict, cores: int, world: int) -> dict:
     "A world's calibration figures (`calibration_worker`'s) as on an idle host: what `r['background_cores']` took divided out."
@@ -279,12 +298,18 @@ def calibrate(quick: bool = False,              # 2 and 4 ranks, fewer sizes and
     if kind == "cpu":                                     # the per-step cost of a supervised rank, from one real run
         proc = dict(proc, **_supervised_step_s(m, proc, mem, runs=1 if quick else 2))
         say(f"a supervised rank pays {1e3 * proc['step_s']:.2f} ms per step beyond its optimizer and micro-batches")
-    return MachineProfile(name or f"{host}-{kind}", kind, host, time.time(), topology or ("local" if kind == "cpu" else f"local-{kind}"),
+    prof = MachineProfile(name or f"{host}-{kind}", kind, host, time.time(), topology or ("local" if kind == "cpu" else f"local-{kind}"),
                           devices, rates, proc["op_s"], proc["opt_op_s"], mem, proc["microbatch_s"], proc["step_s"], shares,
                           {level: links} if links else {}, ep_imbalance("tiny-moe", 2), proc["region_s"], proc["recompute_op_s"],
                           penalty, overlap, queue, alone, skew, round(os.getloadavg()[0], 2),
                           dict(proc["detail"], model=m.name, link_rows=rows, bandwidth_assumed=assumed, background_cores=background, probe_s=statistics.median(probes), probes_s=probes, seconds=round(time.monotonic() - t0, 1), phase_s=phases,
                                threads_per_rank=1, backend=backend), backend=backend)
+    if kind == "cpu":                                     # blocking waits in a real step over their price from the fits
+        probed = [w for w in worlds if w in WAIT_PROBES][:1 if quick else None]   # quick: the smallest world's, for all
+        sw = _supervised_waits(m, prof, probed, runs=1 if quick else 2, steps=4 if quick else 5)
+        say(f"a supervised step's tp waits over their price, per world: {sw['waits']}")
+        prof = replace(prof, waits=sw["waits"], detail=dict(prof.detail, waits=sw["detail"], seconds=round(time.monotonic() - t0, 1)))
+    return prof
 
 # %% ../../nbs/40_runtime/45_calibrate.ipynb #c6bd95ba
 def speed_probe(prof: MachineProfile, seconds: float = 0.5) -> float:
@@ -303,7 +328,7 @@ def _profile_text(p: MachineProfile, where: str) -> str:
                       f"  matmul {', '.join(f'{k} {v * 1e3:.1f} GFLOP/s' for k, v in p.matmul_tflops.items())} per rank; "
                       f"{p.op_s * 1e6:.1f} µs per operator; copy {p.memory_GBps:.1f} GB/s; a supervised rank's step {p.step_s * 1e3:.2f} ms beyond them",
                       f"  share of a core: {_per_world(p.shares)}",
-                      f"  links: {links or 'not measured'}", *_async_text(p), f"  EP imbalance {p.ep_imbalance:.2f}; load {p.load_avg}; {p.detail.get('seconds')} s" + _bg_text(p)]
+                      f"  links: {links or 'not measured'}", *_async_text(p), *_waits_text(p), f"  EP imbalance {p.ep_imbalance:.2f}; load {p.load_avg}; {p.detail.get('seconds')} s" + _bg_text(p)]
                      + _probe_text(p))
 
 def _probe_text(p: MachineProfile) -> list[str]:
@@ -322,6 +347,9 @@ def _async_text(p: MachineProfile) -> list[str]:
     if not p.overlap and not p.queue: return []
     return [f"  async collectives: one hidden by compute {_per_world(p.overlap)}; queued back to back, their time alone {_per_world(p.queue_alone)},"
             f" exposed beside compute {_per_world(p.queue)} (of their time one by one)"]
+
+def _waits_text(p: MachineProfile) -> list[str]:
+    return [f"  blocking waits in a supervised step over the links' price: {_per_world(p.waits)}"] if p.waits else []
 
 def _bg_text(p: MachineProfile) -> str:
     bg = {k: v for k, v in (p.detail.get("background_cores") or {}).items() if v > 0}
