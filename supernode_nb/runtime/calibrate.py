@@ -216,10 +216,12 @@ def _supervised_waits(m: ModelSpec, prof: MachineProfile, worlds, runs: int = 2,
     from supernode_nb.foundation.config import ParallelConfig
     from supernode_nb.runtime.probes import measure
     from supernode_nb.cost.costmodel import estimate
+    from supernode_nb.runtime.faults import RunFailed
     base, waits, det = replace(prof, waits={}), {}, {}
     for w in (w for w in worlds if w in WAIT_PROBES):
         cfg = ParallelConfig(**WAIT_PROBES[w])
-        meas = [measure(m, cfg, steps=steps, skip=1)["comm_s"].get("tp", 0.0) for _ in range(runs)]
+        try: meas = [measure(m, cfg, steps=steps, skip=1)["comm_s"].get("tp", 0.0) for _ in range(runs)]
+        except RunFailed as e: det[str(w)] = dict(layout=WAIT_PROBES[w], failed=str(e)); continue   # a lost rank: unmeasured
         priced = float(estimate(m, cfg, "local", profile=base, advise=False).breakdown["comm_s"].get("tp", 0.0))
         if priced <= 0 or min(meas) <= 0: continue
         waits[str(w)] = round(min(3.0, max(0.5, statistics.median(meas) / priced)), 3)
@@ -306,7 +308,7 @@ def calibrate(quick: bool = False,              # 2 and 4 ranks, fewer sizes and
                                threads_per_rank=1, backend=backend), backend=backend)
     if kind == "cpu":                                     # blocking waits in a real step over their price from the fits
         probed = [w for w in worlds if w in WAIT_PROBES][:1 if quick else None]   # quick: the smallest world's, for all
-        sw = _supervised_waits(m, prof, probed, runs=1 if quick else 2, steps=4 if quick else 5)
+        sw = _supervised_waits(m, prof, probed, runs=1, steps=4 if quick else 6)
         say(f"a supervised step's tp waits over their price, per world: {sw['waits']}")
         prof = replace(prof, waits=sw["waits"], detail=dict(prof.detail, waits=sw["detail"], seconds=round(time.monotonic() - t0, 1)))
     return prof
