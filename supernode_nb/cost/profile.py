@@ -195,6 +195,9 @@ def penalty(self: MachineProfile, ranks_per_host: int = 1) -> float:
 def wait_scale(self: MachineProfile, ranks_per_host: int = 1) -> float:
     "Blocking collectives' waits in a real training step over their price from the `links` fits (1.0 unmeasured): a"
     "microbenchmark times calls back to back, a step issues each after compute, to a peer whose threads may be asleep."
+    "Only where each rank has a core of its own: beyond that, ranks take turns on the cores and the fits, timed with as"
+    "many ranks, already hold the wait for a peer that is not running."
+    if self.kind == "cpu" and ranks_per_host > self.devices: return 1.0
     return _nearest(self.waits, ranks_per_host, 1.0)
 
 @patch

@@ -307,7 +307,7 @@ def calibrate(quick: bool = False,              # 2 and 4 ranks, fewer sizes and
                           dict(proc["detail"], model=m.name, link_rows=rows, bandwidth_assumed=assumed, background_cores=background, probe_s=statistics.median(probes), probes_s=probes, seconds=round(time.monotonic() - t0, 1), phase_s=phases,
                                threads_per_rank=1, backend=backend), backend=backend)
     if kind == "cpu":                                     # blocking waits in a real step over their price from the fits
-        probed = [w for w in worlds if w in WAIT_PROBES][:1 if quick else None]   # quick: the smallest world's, for all
+        probed = [w for w in worlds if w in WAIT_PROBES and w <= cores][:1 if quick else None]   # quick: the smallest
         sw = _supervised_waits(m, prof, probed, runs=1, steps=4 if quick else 6)
         say(f"a supervised step's tp waits over their price, per world: {sw['waits']}")
         prof = replace(prof, waits=sw["waits"], detail=dict(prof.detail, waits=sw["detail"], seconds=round(time.monotonic() - t0, 1)))
