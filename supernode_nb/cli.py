@@ -10,7 +10,7 @@ import importlib, sys
 from .foundation.core import UsageError
 
 # %% auto #0
-__all__ = ['COMMANDS', 'available', 'main']
+__all__ = ['COMMANDS', 'PREWARM', 'available', 'main', 'entry']
 
 # %% ../nbs/90_cli.ipynb #d8c566b7
 COMMANDS: dict[str, str] = {  # name -> "module:function"
@@ -30,6 +30,7 @@ COMMANDS: dict[str, str] = {  # name -> "module:function"
     "archive":    "supernode_nb.ops.archive:cli_archive",
     "cluster-config": "supernode_nb.runtime.clusterconfig:cli_cluster_config",
 }
+PREWARM = ("calibrate", "comm-bench")   # commands that start local ranks at once: their server starts first (`launch.warm`)
 
 def _resolve(name: str):
     mod, fn = COMMANDS[name].split(":")
@@ -54,6 +55,8 @@ def main(argv: list[str] | None = None) -> int:
     cmd, rest = argv[0], argv[1:]
     if cmd not in COMMANDS:
         print(f"supernode-nb: error: unknown command {cmd!r}; use one of {', '.join(COMMANDS)}", file=sys.stderr); return 2
+    if cmd in PREWARM and not {"-h", "--help"} & set(rest):   # the ranks' server imports torch on another core while
+        from supernode_nb.runtime.launch import warm; warm()       # this process imports the command's module (~1.5 s each)
     try: fn = _resolve(cmd)
     except (ImportError, AttributeError) as e:
         print(f"supernode-nb {cmd}: error: not available in this installation ({e})", file=sys.stderr); return 2
@@ -73,5 +76,13 @@ def _in_ipython() -> bool:
     try: get_ipython; return True  # noqa: F821 — defined only inside IPython
     except NameError: return False
 
+def entry() -> None:
+    "The `supernode-nb` console script: `main`, then exit without the interpreter's last garbage collection, which walks"
+    "every object torch made (0.8-1 s here; the archive has committed and the streams are flushed by then)."
+    rc = main()
+    sys.stdout.flush(); sys.stderr.flush()
+    import gc; gc.freeze()
+    sys.exit(rc)
+
 if __name__ == "__main__" and not _in_ipython():
-    sys.exit(main())
+    entry()

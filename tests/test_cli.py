@@ -38,3 +38,12 @@ def test_bad_arguments_one_line_exit_2(args):
 def test_layout_bad_degrees_is_a_clean_error():
     r = cli("layout", "--dp", "2", "--ep", "4")
     assert r.returncode == 1 and r.stderr == "supernode-nb layout: error: ep=4 must divide dp(2) × cp(1) = 2\n", r.stderr
+
+def test_console_script_passes_exit_statuses_through():
+    "The installed `supernode-nb` (its `entry`, which skips the interpreter's last garbage collection) exits as `main` returns."
+    from pathlib import Path
+    exe = Path(sys.executable).with_name("supernode-nb")
+    for args, rc in ((["nonsense"], 2), (["validate", "--tp", "3", "--world", "4"], 1), (["validate", "--tp", "2", "--world", "2", "--json"], 0)):
+        r = subprocess.run([str(exe), *args], capture_output=True, text=True, timeout=120)
+        assert r.returncode == rc, (args, r.returncode, r.stderr)
+    assert json.loads(r.stdout)["ok"] is True           # what was printed before the exit is all there

@@ -165,13 +165,14 @@ def _device_kind() -> str:
         return "npu" if torch.npu.is_available() else "cpu"
     except ImportError: return "cpu"
 
-def calibration_worker(rank: int, world_size: int, model: dict, share_rounds: int = 3,
-                       probe_samples: int = 12, queue_budget_s: float = 0.8,   # `interference_worker`'s samples and budget
-                       **bench) -> dict | None:
+def calibration_worker(rank: int, world_size: int, model: dict, share_rounds: int = 3, share_s: float = 0.3,   # `contention_worker`'s
+                       probe_samples: int = 12, queue_budget_s: float = 0.8,   # `interference_worker`'s samples and budget,
+                       probe_rounds: int = 3, queue_min: int = 3, **bench) -> dict | None:   # rounds and fewest queue samples
     "Worker: the share of a core with all ranks busy (on a CPU), what communicating costs the compute beside it, then"
     "`bench_links` — one launch per world size."
-    cont = contention_worker(rank, world_size, model, rounds=share_rounds) if share_rounds else None
-    inter = interference_worker(rank, world_size, model, calls=max(bench.get("calls", 20), 8), samples=probe_samples, queue_budget_s=queue_budget_s)
+    cont = contention_worker(rank, world_size, model, rounds=share_rounds, seconds=share_s) if share_rounds else None
+    inter = interference_worker(rank, world_size, model, calls=max(bench.get("calls", 20), 8), samples=probe_samples, queue_budget_s=queue_budget_s,
+                                rounds=probe_rounds, min_samples=queue_min)
     rows = bench_links(rank, world_size, model=model, **bench)
     return {"share": None, **(cont or {}), "rows": rows, **(inter or {})} if rank == 0 else None
 
@@ -276,7 +277,8 @@ def calibrate(quick: bool = False,              # 2 and 4 ranks, fewer sizes and
         gs = [g for g in (2, 4, 8) if g <= w and w % g == 0]
         thin = min(1.0, 2 * cores / w) if kind == "cpu" else 1.0   # over two ranks a core: each rank times fewer calls (a
         r = spawn("supernode_nb.runtime.calibrate:calibration_worker", w, model=m.to_dict(),   # figure is a mean over ranks)
-                  share_rounds=(2 if quick else 3) if kind == "cpu" else 0, probe_samples=max(4, round(psamples * thin)),
+                  share_rounds=(2 if quick else 3) if kind == "cpu" else 0, share_s=0.2 if quick else 0.3,   # quick: shorter windows,
+                  probe_rounds=2 if quick else 3, queue_min=2 if quick else 3, probe_samples=max(4, round(psamples * thin)),   # fewer rounds
                   queue_budget_s=qbudget * thin, sizes=sizes, group_sizes=tuple(gs), ops=ops, calls=max(8, round(calls * thin)),
                   backend=backend, timeout_s=120)[0]
         if kind == "cpu": background[str(w)] = r.get("background_cores", 0.0); r = _to_idle(r, cores, w)

@@ -58,7 +58,8 @@ def contention_worker(rank: int, world_size: int, model: dict, rounds: int = 3, 
 def interference_worker(rank: int, world_size: int, model: dict, calls: int = 20, nbytes: int = 1 << 20,
                         phase_s: float = 0.02,    # the compute phase before a sync point, for `skew`
                         samples: int = 12,   # interleaved samples of `overlap` and `skew`
-                        queued: int = 8, queue_budget_s: float = 0.8) -> dict | None:   # `queue`: calls, seconds spent
+                        queued: int = 8, queue_budget_s: float = 0.8,   # `queue`: calls, seconds spent
+                        rounds: int = 3, min_samples: int = 3) -> dict | None:   # `penalty_s`'s rounds; `queue`'s fewest samples
     "Worker: what communicating costs the compute beside it. `penalty_s`: the time one layer's forward takes right after"
     "a blocking all_reduce of its activations, less its time back to back (a rank that slept in a collective comes back"
     "to cold caches and gloo's threads winding down); `overlap`: of an async all_reduce of `nbytes` and layer forwards"
@@ -67,7 +68,7 @@ def interference_worker(rank: int, world_size: int, model: dict, calls: int = 20
     "(ranks sharing cores finish a phase at different times); `queue`: of `queued` reduce-scatters of `nbytes` / 4 issued"
     "async back to back (as ZeRO's backward issues them) with layer forwards about as long as they take one by one run"
     "beside them, the share left exposed ((t_both − t_work) / t_one_by_one): the median of interleaved samples, as many"
-    "as fit in `queue_budget_s` (3 to 30); `queue_alone`: the same calls queued with no compute beside them, over one by one"
+    "as fit in `queue_budget_s` (`min_samples` to 30); `queue_alone`: the same calls queued with no compute beside them, over one by one"
     "(the backend's threads run queued calls side by side)."
     import torch.distributed as dist
     from supernode_nb.comm.collectives import Comm
@@ -83,7 +84,7 @@ def interference_worker(rank: int, world_size: int, model: dict, calls: int = 20
     def timed(f):
         t0 = time.perf_counter(); f(); return time.perf_counter() - t0
     alone, after = [], []
-    for _ in range(3):                                   # alternate, so that drifting load falls on both alike
+    for _ in range(rounds):                              # alternate, so that drifting load falls on both alike
         dist.barrier(); alone += [timed(work) for _ in range(calls)]
         dist.barrier()
         for _ in range(calls): after.append(timed(work)); c.all_reduce(small, "bench")
@@ -114,7 +115,7 @@ def interference_worker(rank: int, world_size: int, model: dict, calls: int = 20
         for f in (one_by_one, lambda: work(kq), side_by_side, lambda: side_by_side(kq)): dist.barrier(); out.append(timed(f))
         return out
     dist.barrier(); first = torch.tensor([timed(one_by_one)]); dist.all_reduce(first, dist.ReduceOp.MAX)
-    kq, n = max(1, round(first.item() / t_w1)), min(30, max(3, int(queue_budget_s / (3.7 * first.item()))))   # every rank: n samples
+    kq, n = max(1, round(first.item() / t_w1)), min(30, max(min_samples, int(queue_budget_s / (3.7 * first.item()))))   # every rank: n samples
     S = [sample() for _ in range(n)]
     exposed, alone = [(bo - w_) / max(b, 1e-9) for b, w_, _, bo in S], [a / max(b, 1e-9) for b, _, a, _ in S]
     t = torch.tensor([statistics.median(after) - t_w1, statistics.median(hidden), skew, statistics.median(exposed), statistics.median(alone)])
