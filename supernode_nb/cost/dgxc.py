@@ -52,7 +52,8 @@ def _run(model, src, layout, gpus, layers, dtype, t) -> PublishedRun:
     c = _mcore(gpus, tp, pp, cp, vp, mbs, mbs * ga * (gpus // (tp * pp * cp)), reduce_dtype=rd)
     return PublishedRun(f"dgxc-{m.name}-{dtype}-{gpus}", m, c, "dgx-h100-superpod", "step_time_s", t, _SRC.format(src, dtype.upper()),
                         "NeMo recipe: distributed optimizer (zero 1), SP and TP communication overlap where tp > 1, flash attention, "
-                        f"no recompute, {rd} gradient reduction", allow_uneven=True, tp_overlap=tp > 1, flash=True, fp8_linear=dtype == "fp8")
+                        f"no recompute, {rd} gradient reduction", allow_uneven=True, tp_overlap=tp > 1, flash=True, fp8_linear=dtype == "fp8",
+                        loss="megatron-fused")
 
 DGXC_RUNS: list[PublishedRun] = [_run(m, src, lay, n, l, dt, t) for m, src, lay, pts in _TABLES for n, l, b, f in pts
                                  for dt, t in (("bf16", b), ("fp8", f))]

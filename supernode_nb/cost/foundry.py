@@ -148,7 +148,7 @@ def _rows(table: str, topology: str, label: str) -> list[PublishedRun]:
                              dtype="bf16", reduce_dtype="bf16" if mode == "P" else "fp32")   # P: composer's PURE
         out.append(PublishedRun(f"foundry-{label}-{size}-{s}-{n}", mpt(size, s), cfg, topology, "tokens_per_s_per_device",
                                 float(tok), _SRC.format(label), "eager PyTorch, FA2-class attention, FSDP FULL_SHARD as ZeRO-3",
-                                flash=True, fused=False, zero3_regather=False, attention="fa2"))
+                                flash=True, fused=False, zero3_regather=False, attention="fa2", loss="fused"))
     return out
 
 FOUNDRY_RUNS: list[PublishedRun] = [*_rows(_A100_80, "dgx-a100-superpod", "a100"), *_rows(_H100_BF16, "dgx-h100-superpod", "h100")]

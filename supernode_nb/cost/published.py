@@ -38,6 +38,7 @@ class PublishedRun:
     cp_merge: bool = True         # CP runs attention chunk by chunk and merges the partial outputs (TE's ring, torch's context_parallel);
                                   # False: it gathers K and V and runs one attention per rank (Llama 3)
     zero3_flat: bool = False      # ZeRO-3's gathers reach one NIC per rank (DeepSpeed 2021); False: NCCL's rings, as FSDP's flat parameters
+    loss: str = "megatron"        # how the loss over the vocabulary is written (`steptime.LOSS_BYTES`): Megatron's unfused by default
     attention: str = "native"     # attention kernels: native to the device (TE/cuDNN, FA3), or "fa2" (PyTorch SDPA's flash, Triton)
 
     def topo(self) -> Topology:
@@ -100,7 +101,7 @@ def _tt(name, model, cfg, val, note, tp_overlap=False, uneven=False, compiled=Fa
     "A torchtitan row: eager unless `compiled` (torch.compile fuses the element-wise kernels); `fp8`: Float8 linears; `seq`: its sequence length."
     m = MODEL_PRESETS[model] if seq is None else replace(MODEL_PRESETS[model], seq_len=seq)
     return PublishedRun(name, m, cfg, _H100P, "tokens_per_s_per_device", val, _TT, note, H100_500W, uneven, tp_overlap,
-                        flash=True, fused=compiled, selective_mm=0.5, zero3_regather=False, fp8_linear=fp8, attention="fa2")
+                        flash=True, fused=compiled, selective_mm=0.5, zero3_regather=False, fp8_linear=fp8, attention="fa2", loss="eager")
 
 _L3 = "Llama 3 herd of models (arXiv 2407.21783), Table 4: 405B on H100 (700 W, 80 GB), BF16 model TFLOP/s per GPU"
 def _llama3(n, cp, dp, s, tf):
@@ -127,7 +128,7 @@ def _mbridge(name, model, n, tp, pp, cp, vp, gbs, zero, val, note="", release="2
     c = _mcore(n, tp, pp, cp, vp, mbs, gbs, zero)
     return PublishedRun(name, MODEL_PRESETS[model], c, topology, "tokens_per_s_per_device", val, _MBR.format(release, system, "FP8 current scaling"),
                         f"TP communication overlapped (the recipes' default), no recompute{note}", allow_uneven=True, tp_overlap=tp > 1,
-                        flash=True, fp8_linear=True)
+                        flash=True, fp8_linear=True, loss="megatron-fused")
 _MB_H100 = [_mbridge("mb-llama3-8b-fp8", "llama3-8b", 8, 1, 1, 1, 1, 128, 3, 14451, " (the recipe recomputes 5 of 32 layers: ~5 % "
                      "of compute not priced); Megatron FSDP as ZeRO-3"),
             _mbridge("mb-llama3-70b-fp8", "llama3-70b", 64, 4, 8, 1, 5, 128, 1, 1602),
@@ -176,7 +177,7 @@ def _nemo(model, n, gbs, mbs, tp, pp, cp, vp, val):
     return PublishedRun(f"nemo-{model}-{n}", _NEMO_MODELS[model], c, _H100P, "tokens_per_s_per_device", val, _NEMO_SRC,
                         "NeMo's performance recipes: no recompute, distributed optimizer (zero 1), fp32 gradient reduction (assumed), "
                         "TP communication overlapped, flash attention, Transformer Engine FP8 linears", allow_uneven=True,
-                        tp_overlap=tp > 1, flash=True, fp8_linear=True)
+                        tp_overlap=tp > 1, flash=True, fp8_linear=True, loss="megatron-fused")
 _NEMO = [_nemo(*r) for r in [("gpt3-5b", 64, 2048, 4, 1, 1, 1, 1, 22521), ("gpt3-20b", 64, 256, 2, 2, 1, 1, 1, 5851),
                              ("gpt3-175b", 128, 256, 1, 4, 8, 1, 6, 726), ("gpt3-175b", 512, 2048, 2, 4, 8, 1, 6, 782),
                              ("llama2-7b", 8, 128, 1, 1, 1, 1, 1, 16847),
@@ -239,7 +240,7 @@ def _mb_moe(name, model, n, gbs, mbs, pp, vp, ep, val, release, fp8, system="DGX
             virtual_stages=vp, reduce_dtype="fp32")
     return PublishedRun(name, model, c, topology, "tokens_per_s_per_device", val, _MBR.format(release, system, "FP8" if fp8 else "BF16"), "alltoall dispatcher, no recompute; GPT-OSS's sliding-window layers "
                         "and attention sinks priced as full attention; a DGX-B200's 8 GPUs priced as one GB200 tray", allow_uneven=True,
-                        flash=True, fp8_linear=fp8)
+                        flash=True, fp8_linear=fp8, loss="megatron-fused")
 _BW = dict(topology="gb200-nvl72")
 MOE_RUNS: list[PublishedRun] = [   # the GB200/B200 rows (MOE_FIT_RUNS) fit `MOE_HOST_S`; the H100 rows check it out of sample
     *[_mb_moe(f"mb-{s.lower()[4:]}-qwen3-30b-a3b-{rel.replace('.', '')}", _QWEN3_30B, 8, 512, mbs, 1, 1, 8, v, rel, True, s, **_BW)
@@ -267,7 +268,7 @@ def predict_run(run: PublishedRun,   # the run
     r = _costs(run.model, C, topo, _analytic_links(topo, C, run.config.order), eff, run.dp_overlap, run.allow_uneven,
                dtype="fp8" if run.fp8_linear else run.config.dtype, tp_overlap=run.tp_overlap, flash=run.flash, fused=run.fused,
                selective_mm=run.selective_mm, zero3_regather=run.zero3_regather, moe_host_s=moe_host_s,
-               cp_merge=run.cp_merge, zero3_flat=run.zero3_flat, attention=run.attention)
+               cp_merge=run.cp_merge, zero3_flat=run.zero3_flat, attention=run.attention, loss=run.loss)
     return _metric(run, r).reshape(np.shape(efficiency) if efficiency is not None else ())
 
 def _log_errors(runs, effs) -> np.ndarray:

@@ -17,7 +17,7 @@ from .memory import (_counts, _memory, step_flops, SCHEDULE_CODE, RECOMPUTE_CODE
 # %% auto #0
 __all__ = ['AXIS_GROUPS', 'FP32_TFLOPS', 'FP32_RATIO_ASSUMED', 'FP8_TFLOPS', 'EFFICIENCY', 'ATTENTION_KERNELS', 'FA2_ON_HOPPER',
            'SM90_PLUS', 'HBM_EFFICIENCY', 'BUS_EFFICIENCY', 'ELEM_REPLICATED', 'CAUSAL_EXECUTED', 'OPS_PER_LAYER',
-           'KERNEL_GAP_S', 'OVERLAP_CONTENTION', 'MOE_HOST_S', 'SCORE_ELEMS', 'LOGIT_BYTES', 'EAGER_REPLICATED',
+           'KERNEL_GAP_S', 'OVERLAP_CONTENTION', 'MOE_HOST_S', 'SCORE_ELEMS', 'LOSS_BYTES', 'EAGER_REPLICATED',
            'EAGER_BACKWARD', 'FP8_CAST_BYTES', 'COMM_AXES', 'ENGINE_BUCKET_BYTES', 'peak_tflops', 'efficiency_for',
            'attention_slowdown', 'blocking_collectives', 'collectives_per_step']
 
@@ -96,7 +96,7 @@ def peak_tflops(chip, dtype: str = "bf16") -> tuple[float, str]:   # a `topology
     return chip.tflops_bf16 * FP32_RATIO_ASSUMED, f"assumed: 1/{round(1 / FP32_RATIO_ASSUMED)} of the bf16 peak"
 
 EFFICIENCY: dict[str, float] = {   # chip name -> matmul efficiency, fitted to published runs (`published`)
-    "H100 SXM": 0.64, "A100 80GB SXM": 0.675, "H100 96GB HBM2e (500 W)": 0.555, "B200 (GB200)": 0.615}
+    "H100 SXM": 0.645, "A100 80GB SXM": 0.675, "H100 96GB HBM2e (500 W)": 0.555, "B200 (GB200)": 0.62}
 
 def efficiency_for(chip, efficiency: float | None = None) -> tuple[float, str]:
     "(efficiency, where it came from) for `chip`: the given value, the fitted one, or the fitted mean."
@@ -126,7 +126,16 @@ KERNEL_GAP_S = 3e-6      # seconds a device idles between two dependent kernels 
 OVERLAP_CONTENTION = 0.15  # a collective and the compute beside it on an accelerator each run 1/(1 + this) as fast: max + 0.15 × min
 MOE_HOST_S = 6e-3        # s per MoE layer and micro-batch a dropless dispatch holds the device (host syncs on token counts): `published.fit_moe_host`
 SCORE_ELEMS = 4.5        # without flash attention: elements read + written per attention score (fused softmax 2, dropout 2.5)
-LOGIT_BYTES = 28         # per logit and micro-batch: bf16 out (2), fp32 upcast (2 + 4), softmax (4 + 4), its gradient (4 + 4), bf16 downcast (4)
+LOSS_BYTES = {           # bytes per logit and micro-batch, forward and backward, by how the loss is written (each counted from its code):
+    "megatron": 54.0,        # Megatron-core's vocabulary-parallel cross entropy, unfused (its default): bf16 out (2), fp32 upcast (2 + 4),
+                             # max (4), subtract (4 + 4), exp (4 + 4), sum (4), divide (4 + 4) in place; backward: scale by the output's
+                             # gradient (4 + 4), bf16 downcast (4 + 2)
+    "megatron-fused": 38.0,  # the same with cross_entropy_loss_fusion (NeMo's and Megatron-Bridge's recipes): out (2), upcast + max
+                             # (2 + 4), subtract + exp + sum (4 + 4), divide (4 + 4); backward in one kernel (4 + 4), downcast (4 + 2)
+    "eager": 50.0,           # PyTorch's F.cross_entropy on fp32-upcast logits (torchtitan): out (2), upcast (2 + 4), log_softmax (3
+                             # reads + 1 write of 4); backward: nll's dense gradient (4), log_softmax's (3 reads + 1 write of 4), downcast (4 + 2)
+    "fused": 8.0}            # one kernel on the bf16 logits (flash-attn's cross entropy, llm-foundry's default): out (2), a read forward
+                             # (2), a read and the gradient backward (2 + 2)
 EAGER_REPLICATED = 42.0  # eager PyTorch, unfused: fp32 RMSNorm in 6 kernels (18 two-byte elements, ×2), residual adds (3, ×2)
 EAGER_BACKWARD = 2.0     # eager autograd moves about twice the forward's element-wise bytes (it saves and re-reads the fp32 pieces)
 
@@ -187,7 +196,7 @@ def _compute(model, C, c, mem, rate, hbm_GBps, o):
     scores = 0 if flash else SCORE_ELEMS * w * mbs * model.heads * (s / cp) * s / tp   # unfused attention: softmax, dropout on b·a·s² scores
     bw = hbm_GBps * 1e9 * HBM_EFFICIENCY
     e_pass = (_elementwise_bytes(model, mbs, tp, cp, sp, w, o.get("fused", True)) + scores) / bw
-    t_logits = LOGIT_BYTES * T * model.vocab / tp / bw       # the loss over the vocabulary, forward and backward
+    t_logits = o.get("loss_bytes", LOSS_BYTES["megatron"]) * T * model.vocab / tp / bw   # the loss over the vocabulary, forward and backward
     if o["profile"] is not None: e_pass, t_logits = 0.0, 0.0 # a profile's per-operator cost holds the element-wise work
     c_f, c_b = (Ls * x / bw for x in _fp8_cast_bytes(model, mbs, tp, cp, C["ep"])) if fp8 else (0.0, 0.0)
     hold = Ls * o.get("moe_host_s", MOE_HOST_S) * (model.is_moe and o.get("engine") == "megatron")   # host-bound MoE dispatch
@@ -307,8 +316,9 @@ def collectives_per_step(model: ModelSpec, cfg: ParallelConfig) -> dict:
 
 def _costs(model: ModelSpec, C: dict, topo: Topology, links: dict, efficiency, dp_overlap: float = 1.0, allow_uneven: bool = False, *,
            dtype: str = "bf16", profile=None, tp_overlap=False, flash=True, fused=True, selective_mm=0.0, zero3_regather=True,
-           moe_host_s=None, cp_merge=True, zero3_flat=False, attention="native", contention=None) -> dict:
+           moe_host_s=None, cp_merge=True, zero3_flat=False, attention="native", contention=None, loss="megatron") -> dict:
     "Memory (first and last stage, by category) and step time (by part) of the configurations in columns `C`."
+    if loss not in LOSS_BYTES: raise ValueError(f"loss {loss!r} unknown; use one of {', '.join(LOSS_BYTES)}")
     if dtype == "fp8" and profile is not None:
         raise ValueError(f"dtype fp8: machine profile {getattr(profile, 'name', '')!r} measured no float8 matmuls; "
                          "price fp8 from the datasheet (no profile)")
@@ -324,7 +334,7 @@ def _costs(model: ModelSpec, C: dict, topo: Topology, links: dict, efficiency, d
     qh = hide if profile is None else np.clip(1 - _vec(lambda r: profile.queued(int(r)))(rph) / qa, 0, 1)   # queued time, what compute hides
     o = dict(dp_overlap=dp_overlap, hide=hide, qhide=qh, qalone=qa, tp_overlap=np.asarray(tp_overlap), profile=profile, dtype=dtype, rph=rph, flash=flash, fused=fused,
              selective_mm=selective_mm, regather=zero3_regather, engine=engine, moe_host_s=MOE_HOST_S if moe_host_s is None else moe_host_s, cp_merge=cp_merge,
-             zero3_flat=zero3_flat, attn_slow=attention_slowdown(topo.chip, attention) if profile is None else 1.0,
+             zero3_flat=zero3_flat, loss_bytes=LOSS_BYTES[loss], attn_slow=attention_slowdown(topo.chip, attention) if profile is None else 1.0,
              bucket=ENGINE_BUCKET_BYTES if engine == "supernode_nb" else DDP_BUCKET_BYTES,
              levels=[l.name for l in topo.levels], scaleup=sum(l.scope != "cluster" for l in topo.levels), contention=(OVERLAP_CONTENTION
              if profile is None else 0.0) if contention is None else contention)   # a profile measures its own overlap
