@@ -14,7 +14,7 @@ from ..foundation.config import (ModelSpec, ParallelConfig, ConfigError, check, 
 from ..foundation.topology import Topology, topology_for, TOPOLOGY_PRESETS, GiB
 from .memory import (SCHEDULE_CODE, RECOMPUTE_CODE, DTYPE_BYTES, CATEGORIES, DDP_BUCKET_BYTES, step_flops,
                                       activation_bytes_per_layer, in_flight, _counts, _memory)
-from .steptime import (AXIS_GROUPS, COMM_AXES, CAUSAL_EXECUTED, EFFICIENCY, FP32_TFLOPS, efficiency_for, peak_tflops, ATTENTION_KERNELS,
+from .steptime import (AXIS_GROUPS, COMM_AXES, CAUSAL_EXECUTED, EFFICIENCY, FP32_TFLOPS, efficiency_for, peak_tflops, ATTENTION_KERNELS, LOSS_BYTES,
                                         _analytic_links, _placement_links, _costs, _columns, _compute)
 
 # %% auto #0
@@ -45,6 +45,7 @@ class Estimate:
     profile: str = ""               # the machine profile the figures come from, or why none
     caveats: list = field(default_factory=list)  # what the model is known to miss for this kind of run, with published evidence
     attention: str = "native"       # the attention kernels priced (`steptime.attention_slowdown`)
+    loss: str = "megatron"          # the loss implementation priced (`steptime.LOSS_BYTES`)
 
     @property
     def fits(self) -> bool: return not self.oom
@@ -121,6 +122,8 @@ def estimate(model: ModelSpec, cfg: ParallelConfig, topology: Topology | str = "
              fused: bool = True,                 # fused element-wise kernels; False: eager PyTorch (no torch.compile)
              attention: str = "native",          # attention kernels: native to the device (TE/cuDNN, FA3), or "fa2" (PyTorch
                                                  # SDPA's flash backend, Triton: on Hopper and later `steptime.FA2_ON_HOPPER` slower)
+             loss: str = "megatron",             # the loss over the vocabulary as written (`steptime.LOSS_BYTES`): Megatron's
+                                                 # unfused, megatron-fused, eager (PyTorch F.cross_entropy) or fused (one kernel)
              advise: bool = True) -> Estimate:
     "Memory per device and step time of `cfg` for `model` on `topology` (a preset name is sized to fit)."
     _check(model, cfg, allow_uneven)
@@ -132,7 +135,7 @@ def estimate(model: ModelSpec, cfg: ParallelConfig, topology: Topology | str = "
     if prof is not None: src = f"profile {pname} (measured rates replace the efficiency)"
     C = _columns([cfg])
     links = _placement_links(placement, cfg) if placement is not None else _analytic_links(topo, C, cfg.order)
-    kw = dict(dtype=dt, profile=prof, tp_overlap=tp_overlap, flash=flash, fused=fused, attention=attention)
+    kw = dict(dtype=dt, profile=prof, tp_overlap=tp_overlap, flash=flash, fused=fused, attention=attention, loss=loss)
     r = _costs(model, C, topo, links, eff, dp_overlap, allow_uneven, **kw)
     f = lambda x: float(np.asarray(x).reshape(-1)[0])
     limit = mem_fraction * topo.chip.memory_bytes
@@ -144,7 +147,7 @@ def estimate(model: ModelSpec, cfg: ParallelConfig, topology: Topology | str = "
                    {"first": f(r["memory_first"]), "last": f(r["memory_last"])}, limit, f(r["memory"]) > limit,
                    links={a: _link(topo, links[a]) for a in AXIS_GROUPS}, efficiency=eff, efficiency_source=src,
                    microbatches=int(f(r["microbatches"])), hfu=f(r["hfu"]), dtype=dt, peak_tflops=f(r["peak_tflops"]), profile=pname,
-                   attention=attention)
+                   attention=attention, loss=loss)
     est.caveats = _caveats(model, cfg, prof)
     if est.oom and advise: est.advice = _advice(model, cfg, topo, est, eff, dp_overlap, mem_fraction, allow_uneven, **kw)
     return est
@@ -234,7 +237,7 @@ def _estimate_text(e: Estimate) -> str:
              ", ".join(f"{k} {_gib(v)}" for k, v in e.memory_breakdown.items()) + (" — OUT OF MEMORY" if e.oom else ""),
              f"  links: " + ", ".join(f"{a} {l['level']}" for a, l in e.links.items() if l["group_size"] > 1),
              f"  efficiency {e.efficiency:.3f} ({e.efficiency_source}); profile: {e.profile}"
-             + ("" if e.attention == "native" else f"; attention kernels: {e.attention}")]
+             + ("" if e.attention == "native" else f"; attention kernels: {e.attention}") + ("" if e.loss == "megatron" else f"; loss: {e.loss}")]
     return "\n".join(lines + [f"  {a}" for a in e.advice] + [f"  caveat: {c}" for c in e.caveats])
 
 def _model_topology_args(a, default_model: str = "tiny-gpt"):
@@ -260,6 +263,8 @@ def cli_estimate(argv: list[str]) -> int:
     p.add_argument("--eager", action="store_true", help="element-wise kernels unfused (eager PyTorch, no torch.compile)")
     p.add_argument("--attention", choices=ATTENTION_KERNELS, default="native",
                    help="attention kernels: native to the device (TE/cuDNN, FlashAttention-3), or fa2 (PyTorch SDPA, Triton)")
+    p.add_argument("--loss", choices=LOSS_BYTES, default="megatron", help="the loss over the vocabulary as written: megatron "
+                   "(unfused), megatron-fused, eager (PyTorch F.cross_entropy) or fused (one kernel); priced without a profile")
     p.add_argument("--json", action="store_true")
     a = p.parse_args(argv)
     dtype = a.dtype if any(x == "--dtype" or x.startswith("--dtype=") for x in argv) else None   # unset: the model's own
@@ -269,7 +274,7 @@ def cli_estimate(argv: list[str]) -> int:
     if a.efficiency is not None and not 0 < a.efficiency <= 1: raise UsageError(f"{_PROG}: error: --efficiency {a.efficiency} must be in (0, 1]")
     try: e = estimate(model, cfg, a.topology, efficiency=a.efficiency, dp_overlap=a.dp_overlap, mem_fraction=a.mem_fraction,
                      allow_uneven=a.allow_uneven, dtype=dtype, profile=None if a.profile == "none" else a.profile, tp_overlap=a.tp_overlap,
-                     flash=not a.no_flash, fused=not a.eager, attention=a.attention)
+                     flash=not a.no_flash, fused=not a.eager, attention=a.attention, loss=a.loss)
     except ConfigError as err:
         emit({"ok": False, "errors": err.errors}, a.json, "not ok:\n" + "\n".join(f"  - {x}" for x in err.errors)); return 1
     except ValueError as err: raise UsageError(f"{_PROG}: error: {err}") from None

@@ -15,7 +15,7 @@ from ..foundation.config import ModelSpec, ParallelConfig, ConfigError, check, M
 from ..foundation.topology import Topology, TopologyError, get_topology, topology_for, TOPOLOGY_PRESETS, SIZE_PARAM, GiB
 from ..foundation.capabilities import backend_for, engine_gap_columns
 from .memory import DTYPE_BYTES
-from .steptime import ATTENTION_KERNELS
+from .steptime import ATTENTION_KERNELS, LOSS_BYTES
 from .costmodel import (resolve_dtype, _resolve_profile, _gib, _costs, _analytic_links, efficiency_for, estimate, CATEGORIES, COMM_AXES,
                                     SCHEDULE_CODE, RECOMPUTE_CODE)
 
@@ -190,6 +190,7 @@ def plan(model: ModelSpec, topology: Topology | str, global_batch: int, space: S
          dtype: str | None = None,            # fp32 or bf16; None: the model's own (bf16 for 2-byte presets)
          profile=None,                        # machine profile, as for `costmodel.estimate`
          attention: str = "native",           # attention kernels, as for `costmodel.estimate` (fa2: PyTorch SDPA, Triton)
+         loss: str = "megatron",              # the loss over the vocabulary as written, as for `costmodel.estimate`
          runnable_only: bool = False,         # keep only plans this engine can run on the topology's backend
          tp_overlap: bool = False) -> Plan:   # TP communication pipelined with the matmuls, as for `costmodel.estimate`
     "Search every valid configuration; return the fastest that fits memory, with rejections explained."
@@ -217,7 +218,7 @@ def plan(model: ModelSpec, topology: Topology | str, global_batch: int, space: S
     if len(rows):
         with np.errstate(divide="ignore", invalid="ignore"):
             Rs = _costs(model, {**Ss, **Vr, "rw": C["rw"]}, topo, _analytic_links(topo, Ss, ParallelConfig().order), eff, dp_overlap,
-                        dtype=dt, profile=prof, attention=attention, tp_overlap=tp_overlap)
+                        dtype=dt, profile=prof, attention=attention, tp_overlap=tp_overlap, loss=loss)
     get = lambda k: Rs.get(k, 0.0)
     R = dict(memory=full(get("memory"), np.inf), tokens_per_s=full(get("tokens_per_s"), 0.0), world=full(get("world"), 0.0),
              step_time_s=full(get("step_time_s"), np.inf), mfu=full(get("mfu"), 0.0),
@@ -258,7 +259,7 @@ def plan(model: ModelSpec, topology: Topology | str, global_batch: int, space: S
     if len(order):
         best = dict(topl[0])
         e = estimate(model, ParallelConfig(**topl[0]["config"]), topo, efficiency=efficiency, dp_overlap=dp_overlap, mem_fraction=mem_fraction,
-                     dtype=dt, profile=prof, attention=attention, tp_overlap=tp_overlap)
+                     dtype=dt, profile=prof, attention=attention, tp_overlap=tp_overlap, loss=loss)
         best["estimate"] = e.to_dict()
     pi = ok[_pareto(mem[ok], tps[ok])] if len(ok) else ok
     par = [_row(c, res, i) for c, i in zip(_configs(_take(S, Vr, pi), range(len(pi)), dt), pi)]
@@ -349,6 +350,8 @@ def cli_plan(argv: list[str]) -> int:
     p.add_argument("--runnable", action="store_true", help="only plans this engine can run on the topology's backend")
     p.add_argument("--profile", default="auto", help="machine profile: auto, a saved name, or none")
     p.add_argument("--attention", choices=ATTENTION_KERNELS, default="native", help="attention kernels: native, or fa2 (PyTorch SDPA, Triton)")
+    p.add_argument("--loss", choices=LOSS_BYTES, default="megatron", help="the loss over the vocabulary as written: megatron, "
+                   "megatron-fused, eager or fused")
     p.add_argument("--tp-overlap", action="store_true", help="TP communication pipelined with the matmuls (Megatron --tp-comm-overlap), "
                    "as estimate prices it: inside the scale-up domain only")
     p.add_argument("--json", action="store_true")
@@ -364,7 +367,8 @@ def cli_plan(argv: list[str]) -> int:
     topo = topology_for(a.topology, a.devices) if a.devices else get_topology(a.topology)
     try: res = plan(model, topo, a.global_batch, SearchSpace(min_devices=a.min_devices), max_devices=a.devices, top=a.top,
                     mem_fraction=a.mem_fraction, efficiency=a.efficiency, dtype=a.dtype, runnable_only=a.runnable,
-                    profile=None if a.profile == "none" else a.profile, attention=a.attention, tp_overlap=a.tp_overlap)
+                    profile=None if a.profile == "none" else a.profile, attention=a.attention, tp_overlap=a.tp_overlap,
+                    loss=a.loss)
     except ValueError as e: raise UsageError(f"{_PROG}: error: {e}") from None
     from supernode_nb.foundation.store import auto_record
     if res.best: auto_record({"model": model.to_dict(), "config": res.best["config"], "estimate": res.best.get("estimate")},
