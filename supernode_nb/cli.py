@@ -64,6 +64,7 @@ def main(argv: list[str] | None = None) -> int:
     except UsageError as e: print(str(e), file=sys.stderr); return 2
     except SystemExit as e: return int(e.code or 0) if isinstance(e.code, int) else 2
     except KeyboardInterrupt: print(f"supernode-nb {cmd}: interrupted", file=sys.stderr); return 130
+    except BrokenPipeError: return _reader_left()
     except Exception as e:
         if os.environ.get("SUPERNODE_NB_DEBUG"): raise
         if isinstance(getattr(e, "errors", None), list):    # a ConfigError: the broken constraints, in one line
@@ -76,11 +77,19 @@ def _in_ipython() -> bool:
     try: get_ipython; return True  # noqa: F821 — defined only inside IPython
     except NameError: return False
 
+def _reader_left() -> int:
+    "Whoever read our output closed it (`| head`): stop quietly, as a Unix tool does (128 + SIGPIPE); later writes go nowhere."
+    import os
+    try: os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError): pass   # not a real file (a notebook's, a test's)
+    return 141
+
 def entry() -> None:
     "The `supernode-nb` console script: `main`, then exit without the interpreter's last garbage collection, which walks"
     "every object torch made (0.8-1 s here; the archive has committed and the streams are flushed by then)."
     rc = main()
-    sys.stdout.flush(); sys.stderr.flush()
+    try: sys.stdout.flush(); sys.stderr.flush()
+    except BrokenPipeError: rc = _reader_left()
     import gc; gc.freeze()
     sys.exit(rc)
 

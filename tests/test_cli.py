@@ -47,3 +47,12 @@ def test_console_script_passes_exit_statuses_through():
         r = subprocess.run([str(exe), *args], capture_output=True, text=True, timeout=120)
         assert r.returncode == rc, (args, r.returncode, r.stderr)
     assert json.loads(r.stdout)["ok"] is True           # what was printed before the exit is all there
+
+def test_reader_closing_the_pipe_stops_quietly():
+    "`supernode-nb ... | head`: when the reader has gone, the command exits 141 (128 + SIGPIPE) without a traceback or an error line."
+    import os
+    r, w = os.pipe(); os.close(r)                          # a reader that has already left
+    try: p = subprocess.run([sys.executable, "-m", "supernode_nb.cli", "layout", "--tp", "2", "--dp", "2", "--json"], stdout=w,
+                            stderr=subprocess.PIPE, text=True, timeout=120)
+    finally: os.close(w)
+    assert p.returncode == 141 and p.stderr == "", (p.returncode, p.stderr)
