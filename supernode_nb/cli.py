@@ -80,7 +80,7 @@ def _in_ipython() -> bool:
 def _reader_left() -> int:
     "Whoever read our output closed it (`| head`): stop quietly, as a Unix tool does (128 + SIGPIPE); later writes go nowhere."
     import os
-    try: os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    try: fd = os.open(os.devnull, os.O_WRONLY); os.dup2(fd, sys.stdout.fileno()); os.close(fd)
     except (OSError, ValueError, AttributeError): pass   # not a real file (a notebook's, a test's)
     return 141
 

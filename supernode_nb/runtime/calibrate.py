@@ -253,7 +253,7 @@ def calibrate(quick: bool = False,              # 2 and 4 ranks, fewer sizes and
     ready()                                               # the timings start on a quiet host
     cores = len(os.sched_getaffinity(0))
     worlds = tuple(worlds or ((2, 4) if quick else (2, 4, 8)))
-    samples, calls, probe, psamples, qbudget = (3, 16, 0.2, 6, 0.3) if quick else (5, 40, 0.5, 12, 0.8)
+    samples, calls, probe, psamples, qbudget, rounds, share_s = (3, 16, 0.2, 6, 0.3, 2, 0.2) if quick else (5, 40, 0.5, 12, 0.8, 3, 0.3)
     say = progress or (lambda s: None)
     old = torch.get_num_threads(); torch.set_num_threads(1)
     try:
@@ -264,7 +264,7 @@ def calibrate(quick: bool = False,              # 2 and 4 ranks, fewer sizes and
         mem = copy_GBps(16 << 20 if kind == "cpu" else 1 << 30, dev, samples)
         say(f"compute: {rates} TFLOP/s, copy {mem:.1f} GB/s")
         probes = [probe_s(m, probe, dev)]                 # the speed check's reference: here, and again at the end
-        proc = _process_figures(m, rates["fp32"], mem, samples, dev, rounds=2 if quick else 3)
+        proc = _process_figures(m, rates["fp32"], mem, samples, dev, rounds=rounds)
     finally: torch.set_num_threads(old)
     phases = {"one process": round(time.monotonic() - t0, 1)}
     devices = cores if kind == "cpu" else (torch.cuda.device_count() if kind == "cuda" else torch.npu.device_count())
@@ -277,8 +277,8 @@ def calibrate(quick: bool = False,              # 2 and 4 ranks, fewer sizes and
         gs = [g for g in (2, 4, 8) if g <= w and w % g == 0]
         thin = min(1.0, 2 * cores / w) if kind == "cpu" else 1.0   # over two ranks a core: each rank times fewer calls (a
         r = spawn("supernode_nb.runtime.calibrate:calibration_worker", w, model=m.to_dict(),   # figure is a mean over ranks)
-                  share_rounds=(2 if quick else 3) if kind == "cpu" else 0, share_s=0.2 if quick else 0.3,   # quick: shorter windows,
-                  probe_rounds=2 if quick else 3, queue_min=2 if quick else 3, probe_samples=max(4, round(psamples * thin)),   # fewer rounds
+                  share_rounds=rounds if kind == "cpu" else 0, share_s=share_s, probe_rounds=rounds, queue_min=rounds,
+                  probe_samples=max(4, round(psamples * thin)),
                   queue_budget_s=qbudget * thin, sizes=sizes, group_sizes=tuple(gs), ops=ops, calls=max(8, round(calls * thin)),
                   backend=backend, timeout_s=120)[0]
         if kind == "cpu": background[str(w)] = r.get("background_cores", 0.0); r = _to_idle(r, cores, w)
