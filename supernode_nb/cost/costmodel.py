@@ -7,6 +7,7 @@ Docs: https://supernode-nb.github.io/supernode_nb/10_cost/costmodel.html.md"""
 # %% ../../nbs/10_cost/12_costmodel.ipynb #8a7cedfd
 from __future__ import annotations
 from dataclasses import dataclass, field, asdict, replace
+from typing import Sequence
 import numpy as np
 from ..foundation.core import Parser, UsageError, emit
 from ..foundation.config import (ModelSpec, ParallelConfig, ConfigError, check, MODEL_PRESETS,
@@ -207,23 +208,34 @@ def compare_measured(est: Estimate, measured: dict) -> dict:
 
 # %% ../../nbs/10_cost/12_costmodel.ipynb #loaded0code
 def loaded_estimate(model: ModelSpec, cfg: ParallelConfig, profile,   # a CPU `MachineProfile` (an idle host's)
-                    background: float,            # cores other processes keep busy while the run computes
+                    background: float | Sequence[float],   # cores other processes keep busy: one figure, or one per window of a run
                     topology: Topology | str = "local", placement=None) -> Estimate:
-    "The estimate on a CPU host where other processes keep `background` cores busy. Compute, collectives and bubbles are"
-    "priced as every rank losing its share of the background (`MachineProfile.loaded`): the ranks compute in lockstep, tp's,"
-    "cp's, pp's and ep's between the collectives of every micro-batch and dp's lined up by each step's gradient sync. The"
-    "step's own host work (`other_s`) loses only what the ranks' average demand for it leaves no idle core for."
+    "The estimate on a CPU host where other processes keep `background` cores busy: one figure, or the figures of a run's"
+    "equal windows (`supervise.HostLoad.windows`). The ranks keep the host's cores busy, so every part of their step —"
+    "compute, collectives, bubbles and their own host work — runs on what the background leaves them (`MachineProfile.loaded`)."
+    "Over windows it is the run's mean step: a window at `T` s a step holds 1/T of the steps, so a burst weighs by the steps it slowed."
+    bs = [float(background)] if isinstance(background, (int, float)) else [float(b) for b in background]
+    if not bs: raise ValueError("loaded_estimate: no background windows")
     idle = estimate(model, cfg, topology, placement, profile=profile)
-    if background <= 0: return idle
-    full = estimate(model, cfg, topology, placement, profile=profile.loaded(background))
-    b0, b1, n = idle.breakdown, full.breakdown, cfg.world_size
-    demand = n * profile.share(n) * b0["other_s"] / idle.step_time_s       # cores the host work keeps busy, on average
-    f = max(1.0, demand / max(profile.devices - background, 0.05 * n))     # the background fills the idle cores first
-    parts = dict(b1, other_s=b0["other_s"] * f)
-    step = parts["compute_s"] + parts["bubble_s"] + parts["other_s"] + sum(parts["comm_s"].values())
-    k = full.step_time_s / step                                            # throughput figures follow the step
-    return replace(full, step_time_s=step, breakdown=parts, tokens_per_s=full.tokens_per_s * k, tflops_per_device=full.tflops_per_device * k,
-                   hw_tflops_per_device=full.hw_tflops_per_device * k, mfu=full.mfu * k, hfu=full.hfu * k)
+    cap, n, seen = profile.devices - 0.25, cfg.world_size, {}     # (a host is never wholly someone else's)
+    def at(b):                                                     # one window's estimate, by its background to 0.01 core
+        b = round(min(max(b, 0.0), cap), 2)
+        if b not in seen:
+            lp = profile.loaded(b)
+            e = estimate(model, cfg, topology, placement, profile=lp) if b > 0 else idle
+            seen[b] = dict(e.breakdown, other_s=idle.breakdown["other_s"] / lp._busy(n))
+        return seen[b]
+    ps = [at(b) for b in bs]
+    step_of = lambda p: p["compute_s"] + p["bubble_s"] + p["other_s"] + sum(p["comm_s"].values())
+    w = [1 / step_of(p) for p in ps]                               # steps per second in each window
+    mean = lambda key, ax=None: sum(wi * (p[key][ax] if ax else p[key]) for wi, p in zip(w, ps)) / sum(w)
+    parts = ps[0] if len(seen) == 1 else dict(compute_s=mean("compute_s"), bubble_s=mean("bubble_s"), other_s=mean("other_s"),
+                                               comm_s={a: mean("comm_s", a) for a in idle.breakdown["comm_s"]})
+    step = step_of(parts) if len(seen) == 1 else len(w) / sum(w)
+    if step == idle.step_time_s: return idle
+    k = idle.step_time_s / step                                    # throughput figures follow the step
+    return replace(idle, step_time_s=step, breakdown=parts, tokens_per_s=idle.tokens_per_s * k, tflops_per_device=idle.tflops_per_device * k,
+                   hw_tflops_per_device=idle.hw_tflops_per_device * k, mfu=idle.mfu * k, hfu=idle.hfu * k)
 
 # %% ../../nbs/10_cost/12_costmodel.ipynb #aef297a7
 def _estimate_text(e: Estimate) -> str:

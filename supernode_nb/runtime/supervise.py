@@ -217,9 +217,9 @@ W = "supernode_nb.runtime.supervise:_steps_with_fault"      # by name: this note
 # %% ../../nbs/40_runtime/48_supervise.ipynb #1dcfbd73
 class HostLoad:
     "Cores of this host that processes other than `pids()` keep busy — (host CPU time − theirs) per second — in windows of"
-    "`window_s` from the first look; `typical` is their median, as a run's step is its median step."
+    "`window_s` from the first look (`update` reads them; `costmodel.loaded_estimate` prices a run window by window)."
     def __init__(self, pids: Callable[[], list[int]],   # the ranks' process ids (called at every look)
-                 window_s: float = 0.5):                 # the windows `typical` takes the median of
+                 window_s: float = 0.5):                 # seconds a window
         self.pids, self._seen, self.window_s, self._mark, self.windows = pids, {}, window_s, None, []
     def _look(self) -> tuple[float, float, float]:
         import psutil
@@ -230,11 +230,15 @@ class HostLoad:
             except psutil.Error: continue                     # gone: its last reading stands
             self._seen.setdefault(pid, [t, t])[1] = t         # [first seen, last seen]
         return time.monotonic(), host, sum(b - a for a, b in self._seen.values())
-    def typical(self) -> float | None:
-        "The median over the windows of `window_s` seen so far of the cores busy elsewhere (None before the first window ends):"
-        "a burst — the page drawing a new run's figure — moves it as much as it moves the median step, not the mean."
+    def update(self) -> list[float]:
+        "Look now, closing a window once `window_s` has passed since the last one closed; the windows so far."
         now = self._look()
-        if self._mark is None: self._mark = now; return None
+        if self._mark is None: self._mark = now; return self.windows
         if (dt := now[0] - self._mark[0]) >= self.window_s:
             self.windows.append(max(0.0, (now[1] - self._mark[1] - now[2] + self._mark[2]) / dt)); self._mark = now
-        return statistics.median(self.windows) if self.windows else None
+        return self.windows
+    def typical(self) -> float | None:
+        "The median window so far (None before the first window ends). A page's background comes in bursts (a redraw), so"
+        "the windows are bimodal and a run's steps split between the modes: price the windows, not this one figure."
+        ws = self.update()
+        return statistics.median(ws) if ws else None

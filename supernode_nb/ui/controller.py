@@ -42,9 +42,10 @@ class RunController:
                  launcher=None,                   # a runtime launcher (default: supervise.LocalLauncher())
                  max_ranks: int = 8,              # the most ranks a local run may have
                  interval: float = 0.1,           # seconds between state updates while running
+                 load_every: float = 2.0,         # seconds between updates of the host's load windows (each re-prices the estimate)
                  dispatch: Callable | None = None,  # dispatch(fn): where state updates run (a kernel's main loop); None: at once
                  fault: FaultSpec | dict | None = None):  # a fault every run rehearses (chaos testing)
-        self.state, self.launcher, self.max_ranks, self.interval = state, launcher or LocalLauncher(), max_ranks, interval
+        self.state, self.launcher, self.max_ranks, self.interval, self.load_every = state, launcher or LocalLauncher(), max_ranks, interval, load_every
         self.dispatch, self.fault = dispatch or (lambda fn: fn()), fault
         self.log: RunLog | None = None
         self.handle: RunHandle | None = None
@@ -79,7 +80,7 @@ def start(self: RunController, steps: int | None = None, fault: FaultSpec | dict
     self._q, self._stop, self._t0 = queue.Queue(), threading.Event(), time.monotonic()
     self._spec, self._started = spec, time.time()
     self._states = {r: dict(state="starting", step=None, last_op="") for r in range(st.world)}
-    st.set(status="starting", failure={}, progress=0.0, stragglers=[], message=f"starting {st.world} ranks…", host_load=0.0,
+    st.set(status="starting", failure={}, progress=0.0, stragglers=[], message=f"starting {st.world} ranks…", host_load=0.0, host_windows=[],
            rank_states={r: dict(v) for r, v in self._states.items()})
     self._threads = [threading.Thread(target=self._main, args=(spec,), daemon=True, name="run"),
                      threading.Thread(target=self._pump, args=(steps,), daemon=True, name="run-pump")]
@@ -107,17 +108,23 @@ def _main(self: RunController, spec):
         h, i = runner.start(spec, self.launcher), 0
         self.handle = h
         procs = getattr(h, "procs", None)            # local ranks: measure what else keeps this host busy meanwhile
-        load, shown = (HostLoad(lambda: [p.pid for p in procs]), 0.0) if procs else (None, 0.0)
+        load, sent = (HostLoad(lambda: [p.pid for p in procs]), 0) if procs else (None, 0)
+        def windows(last: bool = False):  # every `every` s (the live view's redraws) and at the end: each window's load
+            nonlocal sent
+            if load is None or not load.windows or len(load.windows) == sent: return
+            if last or len(load.windows) - sent >= max(1, round(self.load_every / load.window_s)):
+                sent = len(load.windows); ws = [round(b, 3) for b in load.windows]
+                self._post(host_windows=ws, host_load=round(sum(ws) / len(ws), 2))
         while True:                      # read what each poll booked (`status()` polls too), so no record is missed
             h.poll(); new, i = h.records[i:], len(h.records)
             for rec in new: self._q.put(("rec", rec))
-            b = load.typical() if load is not None and i else None     # from the first record on: the typical window
-            if b is not None and abs(b - shown) >= 0.05: shown = round(b, 2); self._post(host_load=shown)
+            if load is not None and i: load.update(); windows()             # from the first record on
             if self._stop.is_set(): h.cancel(); self._q.put(("stopped", None)); return
             if h.failure_seen_at is not None or all(v not in ("running", "starting") for v in h.status().values()): break
             time.sleep(self.interval / 2)
         h.poll()
         for rec in h.records[i:]: self._q.put(("rec", rec))
+        if load is not None: load.update(); windows(last=True)        # before "done": the last figure is priced for all of it
         out = h.wait()[0]
         self._q.put(("done", {"losses": [out["losses"][k] for k in sorted(out["losses"])]}))
     except BaseException as e:

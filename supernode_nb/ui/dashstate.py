@@ -128,7 +128,8 @@ class DashboardState(HasTraits):
     failure = Dict()                     # {"rank", "layer", "where", "message"} of a failed run
     message = Unicode("")                # one line of progress
     progress = Float(0.0)                # 0..1 of the run's steps
-    host_load = Float(0.0)               # cores other processes keep busy on this host while a local run computes
+    host_load = Float(0.0)               # cores other processes keep busy on this host while a local run computes (the mean window)
+    host_windows = List(Float())         # ... in each half-second window of the run so far (`supervise.HostLoad.windows`)
     tick = Int(0)                        # bumped whenever the run log grows
 
     def __init__(self, **kw):

@@ -271,16 +271,16 @@ class ScheduleView:
 
 # %% ../../nbs/60_ui/67_panels.ipynb #2fe593b9
 def estimate_for(state: DashboardState,
-                 background: float = 0.0):   # cores other processes keep busy on this host (a CPU profile prices the rest)
+                 background: float | list = 0.0):   # cores other processes keep busy on this host: one figure, or one per window of the run
     "The cost model's estimate of the pick, with this machine's calibrated profile when the archive has one for its topology; None when broken."
     from supernode_nb.cost import costmodel as cm
     from supernode_nb.cost.profile import find_profile
     if state.errors: return None
     topo = state.topo()
-    if background > 0:                      # lockstep parts lose their share of it, each rank's own work what does not fit
+    if max(background if isinstance(background, list) else [background], default=0) > 0:   # the ranks get what it leaves
         p = find_profile(getattr(topo, "preset", None) or topo.name)
         if p is not None and p.kind == "cpu":
-            return cm.loaded_estimate(state.spec(), state.config(), p, min(background, p.devices - 0.25), topo, state.placement())
+            return cm.loaded_estimate(state.spec(), state.config(), p, background, topo, state.placement())
     return cm.estimate(state.spec(), state.config(), placement=state.placement(), profile="auto")
 
 def _est_source(st, est=None) -> str:

@@ -137,7 +137,7 @@ class LiveView:
         self.redraws, self._lock = 0, threading.Lock()
         state.observe(self.log.guard(self.redraw), "tick")
         state.observe(self.log.guard(lambda ch: self.redraw(force=True)), "status")   # the last records, whenever the run ends
-        state.observe(self.log.guard(self._loaded), "host_load")
+        state.observe(self.log.guard(self._loaded), "host_windows")
         self.widget = _box(self.note, self.fig, cls="snb-live")
 
     def reset(self, ctl: RunController | None = None):
@@ -173,13 +173,16 @@ class LiveView:
                            f'estimate beside the measurement: {html.escape(_est_line(est))} — {html.escape(_est_source(self.state, est))}{extra}</span>')
 
     def _loaded(self, ch):
-        "Re-price the run for the cores other processes keep busy while it computes (measured by the controller)."
-        b = self.state.host_load
-        if b <= 0 or self.idle_step_s is None: return
-        est = estimate_for(self.state, background=b)
+        "Re-price the run for the cores other processes keep busy while it computes, window by window (measured by the"
+        "controller): the run's mean step under that background."
+        ws = list(self.state.host_windows)
+        if not ws or max(ws) <= 0 or self.idle_step_s is None: return
+        est = estimate_for(self.state, background=ws)
         if est is None or est.profile.startswith("none"): return     # no profile of this machine: nothing to re-price
-        self._show(est, f"; priced for the {b:.2f} cores other processes (this page, its kernel) kept busy during the run "
-                        f"(on an idle host: {self.idle_step_s * 1e3:.1f} ms)", load=b)
+        b = sum(ws) / len(ws)
+        self._show(est, f"; the mean step priced for the cores other processes (this page, its kernel) kept busy in each of "
+                        f"{len(ws)} half-second windows of the run ({b:.2f} on average, {min(ws):.2f}–{max(ws):.2f}; "
+                        f"on an idle host: {self.idle_step_s * 1e3:.1f} ms)", load=b)
         self.redraw(force=True)
 
     def _trailing(self):
