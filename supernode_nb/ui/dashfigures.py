@@ -15,7 +15,7 @@ from .figures import PART_COLORS
 
 # %% auto #0
 __all__ = ['errors_html', 'summary_html', 'plan_html', 'rank_table_html', 'failure_html', 'bubble_formula', 'live_figure',
-           'update_live']
+           'update_live', 'running_html']
 
 # %% ../../nbs/60_ui/65_dashfigures.ipynb #f438f139
 def errors_html(errors: list[str]) -> str:
@@ -100,6 +100,8 @@ def live_figure(world: int, experts: int = 0, height: int = 560) -> go.Figure:
     for r in range(world):
         fig.add_scatter(name=f"rank {r}", x=[], y=[], mode="lines+markers", legendgroup="ranks", showlegend=False,
                         row=1, col=3, hovertemplate=f"rank {r} step %{{x}}: %{{y:.4f}} s<extra></extra>")
+    fig.add_scatter(name="estimated step", x=[], y=[], mode="lines", showlegend=False, row=1, col=3, line=dict(color="#333", dash="dash"),
+                    hovertemplate="the estimate: %{y:.4f} s a step<extra></extra>")   # the cost model's step beside the ranks' steps
     fig.add_scatter(name="loss", x=[], y=[], mode="lines+markers", showlegend=False, row=2, col=1, line_color="#333")
     fig.add_scatter(name="tokens/s", x=[], y=[], mode="lines+markers", showlegend=False, row=2, col=2, line_color="#4c78a8")
     fig.add_bar(name="experts", x=list(range(experts)), y=[0] * experts, showlegend=False, row=2, col=3, marker_color="#b279a2")
@@ -130,6 +132,9 @@ def update_live(fig, log: RunLog,
         for r in range(world):
             ss, ws = log.series("wall_s", r)
             t = _trace(fig, f"rank {r}"); t.x, t.y = ss, ws
+        done = log.complete_steps()
+        t = _trace(fig, "estimated step")
+        t.x, t.y = ([done[0], done[-1]], [sum(estimate.values())] * 2) if estimate and done else ([], [])
         t = _trace(fig, "loss"); t.x, t.y = log.loss()
         t = _trace(fig, "tokens/s"); t.x, t.y = log.throughput()
         load = log.expert_load()
@@ -144,3 +149,15 @@ def _est_line(est) -> str:
     d = est.to_dict() if hasattr(est, "to_dict") else dict(est)
     keys = [k for k in ("step_time_s", "tokens_per_s", "mfu") if k in d]
     return ", ".join(f"{k} {d[k]:.4g}" for k in keys)
+
+# %% ../../nbs/60_ui/65_dashfigures.ipynb #033c8efd
+def running_html(log: RunLog,
+                 estimate: dict | None = None) -> str:   # the estimate's parts (`estimate_parts`), or None
+    "The run's measured mean step so far (`RunLog.mean_step`) and the estimate's error against it, as one line of HTML."
+    m, n = log.mean_step()
+    if m is None: return ""
+    est = sum(estimate.values()) if estimate else None
+    err = "" if not est else f'; the estimate, {est * 1e3:.1f} ms, is {100 * (est / m - 1):+.1f} % of it'
+    return (f'<span class="snb-running" data-measured-s="{m:.6g}" data-steps="{n}"'
+            + (f' data-error-pct="{100 * (est / m - 1):.2f}"' if est else "") + f'>measured so far: a mean step of {m * 1e3:.1f} ms '
+            f'over {n} step{"s" if n != 1 else ""} (the slowest rank\'s each step, the first left out){err}</span>')

@@ -263,6 +263,12 @@ class RunLog:
             if v: ss.append(s); ls.append(sum(v) / len(v))
         return ss, ls
 
+    def mean_step(self, skip: int = 1) -> tuple[float | None, int]:
+        "The run's mean step so far and how many steps it spans: the slowest rank's wall time of each complete step (the"
+        "job waits for it), averaged, the first `skip` left out (they warm up); (None, 0) before any."
+        walls = [max(r["wall_s"] for r in self.steps[s].values()) for s in self.complete_steps()[skip:]]
+        return (sum(walls) / len(walls), len(walls)) if walls else (None, 0)
+
     def throughput(self) -> tuple[list[int], list[float]]:
         "Tokens per second of the whole job per complete step: tokens of the step / the slowest rank's wall time."
         ss, ts = [], []

@@ -19,7 +19,7 @@ from ..runtime.cluster import Cluster, ClusterLauncher
 from .panels import (ErrorLog, kernel_dispatch, close_tree, replace_figure, _box, StrategyPicker, SuggestView,
                                     PlacementView, ScheduleView, EstimateView, estimate_for, _est_source)
 from .dashfigures import (bubble_formula, failure_html, live_figure, rank_table_html, update_live, _trace, _STATE_COLORS,
-                                         _est_line)
+                                         _est_line, running_html)
 from .figures import estimate_parts
 
 # %% auto #0
@@ -133,12 +133,12 @@ class LiveView:
         self.fig = go.FigureWidget(live_figure(state.world))
         self.estimate: dict | None = None
         self.idle_step_s: float | None = None   # the estimate on an idle host (before the run's background was measured)
-        self.note = W.HTML()
+        self.note, self.running = W.HTML(), W.HTML()   # the estimate and its source; the measured mean so far beside it
         self.redraws, self._lock = 0, threading.Lock()
         state.observe(self.log.guard(self.redraw), "tick")
         state.observe(self.log.guard(lambda ch: self.redraw(force=True)), "status")   # the last records, whenever the run ends
         state.observe(self.log.guard(self._loaded), "host_windows")
-        self.widget = _box(self.note, self.fig, cls="snb-live")
+        self.widget = _box(self.note, self.running, self.fig, cls="snb-live")
 
     def reset(self, ctl: RunController | None = None):
         "A fresh set of traces for the run about to stream (same widget)."
@@ -149,7 +149,7 @@ class LiveView:
         self._show(est)
         self.idle_step_s = None if est is None else est.step_time_s
         with self._lock:
-            self.world = st.world
+            self.world, self.running.value = st.world, ""
             replace_figure(self.fig, live_figure(st.world, experts=spec.experts))
 
     def redraw(self, *_, force: bool = False):
@@ -164,6 +164,7 @@ class LiveView:
         with self._lock:
             if getattr(self, "world", None) != log.world: return   # the figure is not (yet) this run's
             update_live(self.fig, log, self.estimate, slow=[x["rank"] for x in self.state.stragglers])
+            self.running.value = running_html(log, self.estimate)
             self.redraws, self._last = self.redraws + 1, now
 
     def _show(self, est, extra: str = "", load: float = 0.0):
@@ -183,7 +184,7 @@ class LiveView:
         self._show(est, f"; the mean step priced for the cores other processes (this page, its kernel) kept busy in each of "
                         f"{len(ws)} half-second windows of the run ({b:.2f} on average, {min(ws):.2f}–{max(ws):.2f}; "
                         f"on an idle host: {self.idle_step_s * 1e3:.1f} ms)", load=b)
-        self.redraw(force=True)
+        self.redraw()        # within the redraw budget: the windows come every 2 s, and the run's end redraws anyway
 
     def _trailing(self):
         self._timer = None
