@@ -109,7 +109,7 @@ def _main(self: RunController, spec):
         self.handle = h
         procs = getattr(h, "procs", None)            # local ranks: measure what else keeps this host busy meanwhile
         load, sent = (HostLoad(lambda: [p.pid for p in procs]), 0) if procs else (None, 0)
-        def windows(last: bool = False):  # every `every` s (the live view's redraws) and at the end: each window's load
+        def windows(last: bool = False):  # every `load_every` s (the live view's redraw period) and at the end
             nonlocal sent
             if load is None or not load.windows or len(load.windows) == sent: return
             if last or len(load.windows) - sent >= max(1, round(self.load_every / load.window_s)):

@@ -157,7 +157,8 @@ def running_html(log: RunLog,
     m, n = log.mean_step()
     if m is None: return ""
     est = sum(estimate.values()) if estimate else None
-    err = "" if not est else f'; the estimate, {est * 1e3:.1f} ms, is {100 * (est / m - 1):+.1f} % of it'
-    return (f'<span class="snb-running" data-measured-s="{m:.6g}" data-steps="{n}"'
-            + (f' data-error-pct="{100 * (est / m - 1):.2f}"' if est else "") + f'>measured so far: a mean step of {m * 1e3:.1f} ms '
-            f'over {n} step{"s" if n != 1 else ""} (the slowest rank\'s each step, the first left out){err}</span>')
+    e = 100 * (est / m - 1) if est else None
+    err = "" if e is None else f'; the estimate, {est * 1e3:.1f} ms, is {abs(e):.1f} % {"above" if e >= 0 else "below"} it'
+    return (f'<span class="snb-running" data-measured-s="{m:.6g}" data-steps="{n}"' + ("" if e is None else f' data-error-pct="{e:.2f}"')
+            + f'>measured so far: a mean step of {m * 1e3:.1f} ms over {n} step{"s" if n != 1 else ""} (each step\'s slowest rank; '
+            f'the first step left out){err}</span>')
