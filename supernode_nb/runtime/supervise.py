@@ -6,7 +6,7 @@ Docs: https://supernode-nb.github.io/supernode_nb/40_runtime/supervise.html.md""
 
 # %% ../../nbs/40_runtime/48_supervise.ipynb #d9a875a0
 from __future__ import annotations
-import functools, os, queue, shutil, signal, statistics, tempfile, time
+import functools, os, queue, shutil, signal, tempfile, time
 from typing import Callable
 from fastcore.basics import patch
 from ..foundation.core import free_port
@@ -237,8 +237,3 @@ class HostLoad:
         if (dt := now[0] - self._mark[0]) >= self.window_s:
             self.windows.append(max(0.0, (now[1] - self._mark[1] - now[2] + self._mark[2]) / dt)); self._mark = now
         return self.windows
-    def typical(self) -> float | None:
-        "The median window so far (None before the first window ends). A page's background comes in bursts (a redraw), so"
-        "the windows are bimodal and a run's steps split between the modes: price the windows, not this one figure."
-        ws = self.update()
-        return statistics.median(ws) if ws else None

@@ -11,7 +11,7 @@ from dataclasses import asdict, is_dataclass
 from typing import Any, Callable
 from traitlets import HasTraits, Bool, Dict, Float, Int, List, Unicode, observe
 from ..foundation.core import DEFAULT_ORDER
-from ..foundation.config import RECOMPUTE, SCHEDULES, ConfigError, ModelSpec, ParallelConfig, check, get_model
+from ..foundation.config import DTYPES, RECOMPUTE, REDUCE_DTYPES, SCHEDULES, ConfigError, ModelSpec, ParallelConfig, check, get_model
 from ..foundation.layout import RankLayout
 from ..foundation.topology import SIZE_PARAM, Topology, get_topology, topology_for
 from ..foundation.placement import Placement, place
@@ -23,7 +23,7 @@ __all__ = ['CONFIG_FIELDS', 'LOCAL_MAX_WORLD', 'AUTO_MAX_WORLD', 'PARTS', 'LAYER
 
 # %% ../../nbs/60_ui/61_dashstate.ipynb #e66d379a
 CONFIG_FIELDS = ("model", "world", "dp", "tp", "pp", "ep", "cp", "micro_batch", "microbatches",
-                 "schedule", "virtual_stages", "recompute", "zero", "sequence_parallel", "order")
+                 "schedule", "virtual_stages", "recompute", "zero", "sequence_parallel", "dtype", "reduce_dtype", "order")
 
 def derive(f: dict, name: str, value: Any, max_world: int = 1 << 20) -> dict:
     "The picker's fields after the user sets `name` to `value`: dp or world follows, pipelines keep enough micro-batches."
@@ -48,7 +48,8 @@ def to_config(f: dict) -> ParallelConfig:
     return ParallelConfig(dp=f["dp"], tp=f["tp"], pp=f["pp"], ep=f["ep"], cp=f["cp"], micro_batch_size=f["micro_batch"],
                           global_batch_size=f["micro_batch"] * f["dp"] * f["microbatches"], schedule=f["schedule"],
                           virtual_stages=f["virtual_stages"], zero=f["zero"], recompute=f["recompute"], order=f["order"],
-                          sequence_parallel=f.get("sequence_parallel", False))
+                          sequence_parallel=f.get("sequence_parallel", False), dtype=f.get("dtype", "fp32"),
+                          reduce_dtype=f.get("reduce_dtype", "fp32"))
 
 def field_errors(f: dict) -> list[str]:
     "`config.check`'s messages for the picker's fields (an unknown model preset is one more message)."
@@ -81,6 +82,8 @@ def candidates(f: dict, name: str, max_world: int) -> list:
     if name == "recompute": return list(RECOMPUTE)
     if name == "zero": return [0, 1, 2, 3]
     if name == "sequence_parallel": return [False, True]
+    if name == "dtype": return list(DTYPES)
+    if name == "reduce_dtype": return list(REDUCE_DTYPES)
     raise KeyError(f"no control called {name!r}; controls: {', '.join(CONFIG_FIELDS)}")
 
 def valid_choices(f: dict, max_world: int = 1 << 20, names=None) -> dict[str, list]:
@@ -114,6 +117,8 @@ class DashboardState(HasTraits):
     recompute = Unicode("none")          # none, selective, full
     zero = Int(0)                        # ZeRO stage
     sequence_parallel = Bool(False)      # shard norm/dropout activations over tp
+    dtype = Unicode("fp32")              # parameters and activations: fp32, bf16 (fp32 master weights), fp8 (priced only)
+    reduce_dtype = Unicode("fp32")       # dtype of the dp gradient reduction
     order = Unicode(DEFAULT_ORDER)       # rank order, leftmost innermost
     max_world = Int(LOCAL_MAX_WORLD)     # the largest world offered (follows the topology)
     steps = Int(10)                      # training steps of a run
@@ -168,7 +173,8 @@ class DashboardState(HasTraits):
         c = ParallelConfig(**{k: v for k, v in cfg.items() if k in ParallelConfig.__dataclass_fields__}) if isinstance(cfg, dict) else cfg
         f = dict(self.fields(), world=c.world_size, dp=c.dp, tp=c.tp, pp=c.pp, ep=c.ep, cp=c.cp, micro_batch=c.micro_batch_size,
                  microbatches=c.num_microbatches, schedule=c.schedule, virtual_stages=c.virtual_stages, zero=c.zero,
-                 recompute=c.recompute, sequence_parallel=c.sequence_parallel, order=c.order)
+                 recompute=c.recompute, sequence_parallel=c.sequence_parallel, dtype=c.dtype, reduce_dtype=c.reduce_dtype,
+                 order=c.order)
         if model is not None: f["model"] = model
         self._apply(f)
 
@@ -266,16 +272,19 @@ class RunLog:
     def mean_step(self, skip: int = 1) -> tuple[float | None, int]:
         "The run's mean step so far and how many steps it spans: the slowest rank's wall time of each complete step (the"
         "job waits for it), averaged, the first `skip` left out (they warm up); (None, 0) before any."
-        walls = [max(r["wall_s"] for r in self.steps[s].values()) for s in self.complete_steps()[skip:]]
+        walls = list(self.slowest_walls().values())[skip:]
         return (sum(walls) / len(walls), len(walls)) if walls else (None, 0)
+
+    def slowest_walls(self) -> dict[int, float]:
+        "Step -> the slowest rank's wall time, for each complete step (the job waits for its slowest rank)."
+        return {s: max(r["wall_s"] for r in self.steps[s].values()) for s in self.complete_steps()}
 
     def throughput(self) -> tuple[list[int], list[float]]:
         "Tokens per second of the whole job per complete step: tokens of the step / the slowest rank's wall time."
         ss, ts = [], []
-        for s in self.complete_steps():
+        for s, wall in self.slowest_walls().items():
             recs = self.steps[s].values()
             tok = [r.get("tokens") for r in recs]
-            wall = max(r["wall_s"] for r in recs)
             if all(t is not None for t in tok) and wall > 0: ss.append(s); ts.append(max(tok) / wall)
             elif all(r.get("tokens_per_s") is not None for r in recs): ss.append(s); ts.append(min(r["tokens_per_s"] for r in recs))
         return ss, ts

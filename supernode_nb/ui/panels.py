@@ -7,6 +7,7 @@ Docs: https://supernode-nb.github.io/supernode_nb/60_ui/panels.html.md"""
 # %% ../../nbs/60_ui/67_panels.ipynb #bd762f2c
 from __future__ import annotations
 import functools, html, threading, time, traceback
+from collections.abc import Sequence
 import ipywidgets as W
 import plotly.graph_objects as go
 from fastcore.basics import patch
@@ -271,13 +272,13 @@ class ScheduleView:
 
 # %% ../../nbs/60_ui/67_panels.ipynb #2fe593b9
 def estimate_for(state: DashboardState,
-                 background: float | list = 0.0):   # cores other processes keep busy on this host: one figure, or one per window of the run
+                 background: float | Sequence[float] = 0.0):   # cores other processes keep busy on this host: one figure, or one per window of the run
     "The cost model's estimate of the pick, with this machine's calibrated profile when the archive has one for its topology; None when broken."
     from supernode_nb.cost import costmodel as cm
     from supernode_nb.cost.profile import find_profile
     if state.errors: return None
     topo = state.topo()
-    if max(background if isinstance(background, list) else [background], default=0) > 0:   # the ranks get what it leaves
+    if max([background] if isinstance(background, (int, float)) else background, default=0) > 0:   # the ranks get what it leaves
         p = find_profile(getattr(topo, "preset", None) or topo.name)
         if p is not None and p.kind == "cpu":
             return cm.loaded_estimate(state.spec(), state.config(), p, background, topo, state.placement())
