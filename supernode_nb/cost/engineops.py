@@ -15,7 +15,7 @@ __all__ = ['ENGINE_OPS', 'engine_ops', 'engine_tensors']
 # %% ../../nbs/10_cost/15a_engineops.ipynb #6ea83edb
 ENGINE_OPS = dict(layer=100, layer_recompute=64, layer_selective=7, expert=49.6, expert_recompute=31.5, stage=37,   # fwd + bwd
                   layer_tp=8, stage_tp=37, layer_sp=34, stage_sp=53,    # tp > 1 (and SP): the wrappers' operators, collectives apart
-                  layer_cp=350, cp_step=220, stage_cp=5, cp_rerun=130, cp_rerun_step=81.5,   # cp > 1: ring attention, + per step past one
+                  layer_cp=350, cp_step=220, stage_cp=5, cp_rerun=130, cp_rerun_step=81.5,   # cp > 1: ring attention, + per ring step (cp − 1)
                   opt_layer=108, opt_expert=32.6, opt_stage=47)                                 # AdamW (foreach=False)
 
 def engine_ops(model: ModelSpec,   # the model

@@ -190,7 +190,7 @@ def _compute(model, C, c, mem, rate, hbm_GBps, o):
         P, ops = o["profile"], engine_ops(model, Ls, C["ep"], rc, tp, sp, cp)
         t_mm = _vec(lambda f, n, g, k, r: P.compute_s(f, dtype=o["dtype"], ranks_per_host=int(r), n_ops=int(n)) + P.recompute_s(g, k, int(r)))(
             mb_f, ops["fwd_bwd"] - ops["recompute"], ops["regions"], ops["recompute"], o["rph"])
-        ring = np.where(cp > 1, (ENGINE_OPS["layer_cp"] + ENGINE_OPS["cp_step"] * (cp - 2)) / (2 * cp), 0)   # a ring step's operators
+        ring = np.where(cp > 1, (ENGINE_OPS["layer_cp"] + ENGINE_OPS["cp_step"] * (cp - 1)) / (2 * cp), 0)   # a ring step's operators
         t_ring = _vec(lambda n, r: P.compute_s(0.0, n_ops=n, ranks_per_host=int(r)))(ring, o["rph"])
     t_core, t_mm = t_mm * core_f / mb_f * slow, t_mm + ((slow - 1) * core_mb / rate if slow != 1 else 0.0)   # a core pass; sm80's extra
     scores = 0 if flash else SCORE_ELEMS * w * mbs * model.heads * (s / cp) * s / tp   # unfused attention: softmax, dropout on b·a·s² scores
