@@ -96,7 +96,7 @@ _TIPS = dict(world="ranks in the job", dp="data parallel: replicas of the model"
              microbatches="micro-batches per step on each pipeline", virtual_stages="model chunks per pipeline rank",
              recompute="activation recompute", zero="ZeRO stage: optimizer state (1) / grads (2) / params (3) sharded",
              sequence_parallel="sequence parallel: norms and dropout sharded along the sequence over tp",
-             dtype="parameters and activations: fp32, or bf16 with fp32 master weights", reduce_dtype="dtype of the dp gradient reduction")
+             dtype="parameters and activations: fp32, bf16 with fp32 master weights, or fp8 linears (priced only: the engine runs fp32 and bf16)", reduce_dtype="dtype of the dp gradient reduction")
 _ROWS = (("world", "dp", "tp", "pp", "ep", "cp"),          # the degrees; then how a step runs; any other field in a last row
          ("micro_batch", "microbatches", "schedule", "virtual_stages", "recompute", "zero", "sequence_parallel"))
 
