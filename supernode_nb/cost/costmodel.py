@@ -19,7 +19,8 @@ from .steptime import (AXIS_GROUPS, COMM_AXES, CAUSAL_EXECUTED, EFFICIENCY, FP32
                                         _analytic_links, _placement_links, _costs, _columns, _compute)
 
 # %% auto #0
-__all__ = ['CAVEAT_MISS', 'Estimate', 'resolve_dtype', 'estimate', 'compare_measured', 'loaded_estimate', 'cli_estimate']
+__all__ = ['CAVEAT_MISS', 'Estimate', 'resolve_dtype', 'estimate', 'compare_measured', 'background_windows', 'loaded_estimate',
+           'cli_estimate']
 
 # %% ../../nbs/10_cost/12_costmodel.ipynb #14f8c492
 @dataclass
@@ -207,6 +208,10 @@ def compare_measured(est: Estimate, measured: dict) -> dict:
     return out
 
 # %% ../../nbs/10_cost/12_costmodel.ipynb #loaded0code
+def background_windows(background: float | Sequence[float]) -> list[float]:
+    "`loaded_estimate`'s background as windows: one figure is one window."
+    return [float(background)] if isinstance(background, (int, float)) else [float(b) for b in background]
+
 def loaded_estimate(model: ModelSpec, cfg: ParallelConfig, profile,   # a CPU `MachineProfile` (an idle host's)
                     background: float | Sequence[float],   # cores other processes keep busy: one figure, or one per window of a run
                     topology: Topology | str = "local", placement=None) -> Estimate:
@@ -214,7 +219,7 @@ def loaded_estimate(model: ModelSpec, cfg: ParallelConfig, profile,   # a CPU `M
     "equal windows (`supervise.HostLoad.windows`). The ranks keep the host's cores busy, so every part of their step —"
     "compute, collectives, bubbles and their own host work — runs on what the background leaves them (`MachineProfile.loaded`)."
     "Over windows it is the run's mean step: a window at `T` s a step holds 1/T of the steps, so a burst weighs by the steps it slowed."
-    bs = [float(background)] if isinstance(background, (int, float)) else [float(b) for b in background]
+    bs = background_windows(background)
     if not bs: raise ValueError("loaded_estimate: no background windows")
     idle = estimate(model, cfg, topology, placement, profile=profile)
     cap, n, seen = profile.devices - 0.25, cfg.world_size, {}     # (a host is never wholly someone else's)

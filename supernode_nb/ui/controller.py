@@ -80,7 +80,7 @@ def start(self: RunController, steps: int | None = None, fault: FaultSpec | dict
     self._q, self._stop, self._t0 = queue.Queue(), threading.Event(), time.monotonic()
     self._spec, self._started = spec, time.time()
     self._states = {r: dict(state="starting", step=None, last_op="") for r in range(st.world)}
-    st.set(status="starting", failure={}, progress=0.0, stragglers=[], message=f"starting {st.world} ranks…", host_load=0.0, host_windows=[],
+    st.set(status="starting", failure={}, progress=0.0, stragglers=[], message=f"starting {st.world} ranks…", host_windows=[],
            rank_states={r: dict(v) for r, v in self._states.items()})
     self._threads = [threading.Thread(target=self._main, args=(spec,), daemon=True, name="run"),
                      threading.Thread(target=self._pump, args=(steps,), daemon=True, name="run-pump")]
@@ -114,7 +114,7 @@ def _main(self: RunController, spec):
             if load is None or not load.windows or len(load.windows) == sent: return
             if last or len(load.windows) - sent >= max(1, round(self.load_every / load.window_s)):
                 sent = len(load.windows); ws = [round(b, 3) for b in load.windows]
-                self._post(host_windows=ws, host_load=round(sum(ws) / len(ws), 2))
+                self._post(host_windows=ws)
         while True:                      # read what each poll booked (`status()` polls too), so no record is missed
             h.poll(); new, i = h.records[i:], len(h.records)
             for rec in new: self._q.put(("rec", rec))

@@ -133,8 +133,8 @@ class DashboardState(HasTraits):
     failure = Dict()                     # {"rank", "layer", "where", "message"} of a failed run
     message = Unicode("")                # one line of progress
     progress = Float(0.0)                # 0..1 of the run's steps
-    host_load = Float(0.0)               # cores other processes keep busy on this host while a local run computes (the mean window)
-    host_windows = List(Float())         # ... in each half-second window of the run so far (`supervise.HostLoad.windows`)
+    host_windows = List(Float())         # cores other processes keep busy on this host while a local run computes, in each
+                                         # half-second window of the run so far (`supervise.HostLoad.windows`)
     tick = Int(0)                        # bumped whenever the run log grows
 
     def __init__(self, **kw):
@@ -143,6 +143,11 @@ class DashboardState(HasTraits):
         if "max_world" not in kw: self._topology_changed()
         self.set(**kw)
 
+    @property
+    def host_load(self) -> float:
+        "The run's mean window of `host_windows` (0 before the first window)."
+        ws = self.host_windows
+        return sum(ws) / len(ws) if ws else 0.0
     def fields(self) -> dict: return {n: getattr(self, n) for n in CONFIG_FIELDS}
     def spec(self) -> ModelSpec: return get_model(self.model)
     def config(self) -> ParallelConfig: return to_config(self.fields())

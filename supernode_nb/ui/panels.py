@@ -278,7 +278,7 @@ def estimate_for(state: DashboardState,
     from supernode_nb.cost.profile import find_profile
     if state.errors: return None
     topo = state.topo()
-    if max([background] if isinstance(background, (int, float)) else background, default=0) > 0:   # the ranks get what it leaves
+    if max(cm.background_windows(background), default=0) > 0:   # the ranks get what it leaves
         p = find_profile(getattr(topo, "preset", None) or topo.name)
         if p is not None and p.kind == "cpu":
             return cm.loaded_estimate(state.spec(), state.config(), p, background, topo, state.placement())

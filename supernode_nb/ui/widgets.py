@@ -180,7 +180,7 @@ class LiveView:
         if not ws or max(ws) <= 0 or self.idle_step_s is None: return
         est = estimate_for(self.state, background=ws)
         if est is None or est.profile.startswith("none"): return     # no profile of this machine: nothing to re-price
-        b = sum(ws) / len(ws)
+        b = self.state.host_load
         self._show(est, f"; the mean step priced for the cores other processes (this page, its kernel) kept busy in each of "
                         f"{len(ws)} half-second windows of the run ({b:.2f} on average, {min(ws):.2f}–{max(ws):.2f}; "
                         f"on an idle host: {self.idle_step_s * 1e3:.1f} ms)", load=b)
