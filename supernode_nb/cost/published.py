@@ -93,6 +93,9 @@ def _ptdp(m, tp, pp, n, B, tf):
                         reduce_dtype="fp32"), _A100, "hw_tflops_per_device", tf, _ZT, "tp 8, micro-batch 1, 1F1B, full recompute", dp_overlap=0.0)
 
 # %% ../../nbs/10_cost/17_published.ipynb #dc814af5
+# BLOOM and MT-NLG ran on DeepSpeed's pipeline engine, whose TrainSchedule issues ReduceGrads only after the last
+# micro-batch's backward (deepspeed/runtime/pipe/schedule.py): their data-parallel reduction is exposed, not overlapped
+_DS_PIPE = "DeepSpeed pipeline engine: gradients reduced after the last micro-batch (not overlapped)"
 _BLOOM = ModelSpec("bloom-176b", layers=70, hidden=14336, heads=112, ffn_hidden=4 * 14336, vocab=250680, seq_len=2048,
                    tied_embeddings=True, learned_pos=False)
 # MT-NLG shape (105 layers, h 20480, 128 heads) from Smith et al. 2022 §3; GPT-2 vocabulary padded to 51200
@@ -206,10 +209,10 @@ PUBLISHED_RUNS: list[PublishedRun] = [
     _llama3(8192, 1, 64, 8192, 430), _llama3(16384, 1, 128, 8192, 400), _llama3(16384, 16, 8, 131072, 380),
     PublishedRun("bloom-176b", _BLOOM, _pc(tp=4, pp=12, dp=8, micro_batch_size=2, global_batch_size=2048, zero=1, recompute="full"),
                  _A100, "step_time_s", 104.70, "bigscience tr11-176B-ml README",
-                 "1F1B; the Jean Zay cluster modelled as a DGX A100 SuperPOD (its network differs)"),
+                 "1F1B; the Jean Zay cluster modelled as a DGX A100 SuperPOD (its network differs); " + _DS_PIPE, dp_overlap=0.0),
     *[PublishedRun(f"mt-nlg-530b-{n}n", _G530, _pc(tp=8, pp=35, dp=n * 8 // 280, global_batch_size=1920, recompute="full", zero=1),
                    _A100, "step_time_s", t, "MT-NLG paper §2.4",
-                   "micro-batch 1, 1F1B, full recompute (its TFLOP/s match SC21 eq. 3), zero 1, A100 80 GB")
+                   "micro-batch 1, 1F1B, full recompute (its TFLOP/s match SC21 eq. 3), zero 1, A100 80 GB; " + _DS_PIPE, dp_overlap=0.0)
       for n, t in ((280, 60.1), (350, 50.2), (420, 44.4))],
     *_TT8, *_TT_BIG, *_MB_H100, *_MB_GB200, *_NEMO,
 ]
