@@ -8,6 +8,8 @@ Megatron-Bridge's fine-grained MoE rows (MOE_RUNS) are reported beside too: the 
 llm-foundry's 112 MPT rows (FSDP on A100 and H100, 125M-70B, 512-65k tokens; supernode_nb.cost.foundry) are priced out of sample at
 the table's fitted efficiencies: none of them was fitted. So are NVIDIA's DGX Cloud benchmarking recipes (70 NeMo runs on 8-2,304 H100s,
 BF16 and FP8; supernode_nb.cost.dgxc), on step time; beside them, the planner's pick for each of their clusters against the recipe's layout.
+And so are MindSpeed-LLM's 57 dense rows on Ascend 910B (tokens/s per NPU, 8-128 NPUs; supernode_nb.cost.mindspeed), at the efficiency
+the model gives a device it has no published runs for; beside them, the efficiency those rows alone would fit.
 Error = predicted / published - 1 on the row's own metric (TFLOP/s per GPU, seconds per iteration or tokens/s per GPU).
 Run: python benchmarks/published_runs.py
 """
@@ -16,6 +18,9 @@ import json, os, time
 from supernode_nb.cost.published import PUBLISHED_RUNS, LONG_CONTEXT_RUNS, MOE_RUNS, MOE_FIT_RUNS, leave_one_out, fit_efficiency, predict_run
 from supernode_nb.cost.foundry import foundry_errors
 from supernode_nb.cost.dgxc import dgxc_errors, plan_vs_recipes
+from supernode_nb.cost.mindspeed import mindspeed_errors, fit_ascend
+from supernode_nb.cost.steptime import efficiency_for
+from supernode_nb.foundation.topology import get_topology
 
 
 # The model before the physical terms (commit faf03df: fitted κ, DP traffic hidden at any dp), leave-one-out on these same
@@ -61,6 +66,15 @@ def _dgxc() -> dict:
                 over_8=[dict(run=r.run, layout=r.layout, published_s=r.published, predicted_s=r.predicted, error_pct=r.error_pct)
                         for r in de[a > 8].itertuples()])
 
+def _ascend() -> dict:
+    "MindSpeed-LLM's dense rows on Ascend 910B, out of sample (the device was never fitted): overall, and the rows missed by more than 20 %."
+    me = mindspeed_errors(); a = me.error_pct.abs()
+    return dict(all=dict(_stats(a), within_10=int((a <= 10).sum()), signed_median=float(me.error_pct.median())),
+                efficiency_used=round(efficiency_for(get_topology("atlas-a2-pod").chip)[0], 3),
+                efficiency_these_rows_fit=round(fit_ascend(), 3),
+                over_20=[dict(run=r.run, layout=r.layout, seq=r.seq, published=r.published, predicted=r.predicted, error_pct=r.error_pct)
+                         for r in me[a > 20].itertuples()])
+
 def _planner() -> dict:
     "The planner beside the recipes' hand-tuned layouts (up to 512 GPUs): how often it picks them, and what it promises over their measured step."
     pv = plan_vs_recipes(); x = pv.promised_over_measured
@@ -78,7 +92,8 @@ def main():
                                                  mean=round(float(a.mean()), 1), within_10=int((a <= 10).sum()), within_20=int((a <= 20).sum())),
                           zero3_rows=_stats(a[lo.run.str.contains("zero3")]), before=BEFORE,
                           by_source=groups, efficiency_fitted_on_all={k: v for k, v in fit_efficiency().items()},
-                          long_context=_long_context(), moe_out_of_sample=_moe(), fsdp_out_of_sample=_foundry(), dgxc_out_of_sample=_dgxc(), planner_vs_recipes=_planner(),
+                          long_context=_long_context(), moe_out_of_sample=_moe(), fsdp_out_of_sample=_foundry(), dgxc_out_of_sample=_dgxc(),
+                          ascend_out_of_sample=_ascend(), planner_vs_recipes=_planner(),
                           per_row=[dict(run=r.run, metric=r.metric, published=r.published, predicted=r.predicted, error_pct=r.error_pct)
                                    for r in lo.itertuples()],
                           seconds=round(time.perf_counter() - t0, 2), load_avg_1min=os.getloadavg()[0]), indent=1))
