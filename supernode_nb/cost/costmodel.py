@@ -301,8 +301,8 @@ def cli_estimate(argv: list[str]) -> int:
     band = error_band(e.profile if e.efficiency_source.startswith("profile") else None)
     text = band["text"]
     if not e.efficiency_source.startswith("profile") and a.topology != "local":   # preset figures: the published runs' errors
-        from supernode_nb.cost.published import published_band
-        band["published"] = published_band(_resolve_topology(a.topology, cfg.world_size).chip.name)
+        from supernode_nb.cost.mindspeed import evidence_band
+        band["published"] = evidence_band(_resolve_topology(a.topology, cfg.world_size).chip.name)
         text += f"; {band['published']['text']}"
     emit(dict(e.to_dict(), ok=True, fits=e.fits, expected_error=band), a.json, _estimate_text(e) + f"\n  expected error: {text}")
     return 0

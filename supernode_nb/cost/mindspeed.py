@@ -7,10 +7,11 @@ Docs: https://supernode-nb.github.io/supernode_nb/10_cost/mindspeed.html.md"""
 # %% ../../nbs/10_cost/19a_mindspeed.ipynb #5183e54d
 from __future__ import annotations
 from ..foundation.config import ModelSpec
-from .published import PublishedRun, predict_run, fit_efficiency, _pc
+import functools
+from .published import PublishedRun, predict_run, fit_efficiency, published_band, _band, _pc
 
 # %% auto #0
-__all__ = ['MINDSPEED_RUNS', 'mindspeed_errors', 'fit_ascend']
+__all__ = ['MINDSPEED_RUNS', 'mindspeed_errors', 'fit_ascend', 'evidence_band']
 
 # %% ../../nbs/10_cost/19a_mindspeed.ipynb #c6d6b7e5
 _SRC = ("MindSpeed-LLM README.md at v1.0.RC3.0 (31100602dc), 性能 column: tokens/s per NPU on Atlas 900 A2 PODc "
@@ -109,3 +110,16 @@ def mindspeed_errors(runs=None,          # rows (default: `MINDSPEED_RUNS`)
 def fit_ascend(runs=None) -> float:   # rows (default: `MINDSPEED_RUNS`)
     "The one matmul efficiency these rows alone would fit for the Ascend 910B (`published.fit_efficiency`)."
     return fit_efficiency(MINDSPEED_RUNS if runs is None else runs)["Ascend 910B"]
+
+# %% ../../nbs/10_cost/19a_mindspeed.ipynb #39c6ab2f
+@functools.lru_cache(maxsize=None)
+def _ascend_abs() -> tuple: return tuple(mindspeed_errors().error_pct.abs())
+
+def evidence_band(chip: str   # the device an estimate prices (`Chip.name`)
+                 ) -> dict:
+    "The error band an estimate on `chip` quotes: `published.published_band`, or for the Ascend 910B (no row in the fitted"
+    "table) the |error| over MindSpeed-LLM's rows priced out of sample."
+    if chip != "Ascend 910B": return published_band(chip)
+    e = _ascend_abs()
+    return _band(e, f"out of sample over {len(e)} MindSpeed-LLM runs on {chip}, whose efficiency is uncalibrated")
+

@@ -328,9 +328,12 @@ def published_band(chip: str   # the device an estimate prices (`Chip.name`)
                   ) -> dict:
     "The cost model's leave-one-out |error| on published runs of `chip` (all runs when it has none): n, median, 90th percentile, max."
     e, own = _loo_abs(chip)
+    return _band(e, f"leave-one-out over {len(e)} published runs on {chip}" if own else
+                    f"leave-one-out over all {len(e)} published runs; {chip} has none: uncalibrated")
+
+def _band(e, basis: str) -> dict:
+    "n, median, 90th percentile and max of the |errors| `e`, with their `basis` and one line of text."
     med, p90, mx = (float(np.percentile(e, q)) for q in (50, 90, 100))
-    basis = f"leave-one-out over {len(e)} published runs on {chip}" if own else \
-            f"leave-one-out over all {len(e)} published runs; {chip} has none: uncalibrated"
     return dict(n=len(e), median_abs_pct=round(med, 1), p90_abs_pct=round(p90, 1), max_abs_pct=round(mx, 1), basis=basis,
                 text=f"on published runs |error| median {med:.0f} %, 90 % within {p90:.0f} %, max {mx:.0f} % ({basis})")
 

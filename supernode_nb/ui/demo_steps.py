@@ -13,7 +13,7 @@ from ..foundation.layout import RankLayout
 from ..foundation.placement import Placement, place
 from ..foundation.topology import get_topology, topology_for
 from ..cost.costmodel import compare_measured, estimate
-from ..cost.published import published_band
+from ..cost.mindspeed import evidence_band
 from ..cost.planner import plan
 
 # %% auto #0
@@ -157,8 +157,9 @@ def estimate_argv(model: str, topology: str, cfg: ParallelConfig) -> list[str]:
     return argv + (["--sequence-parallel"] if c["sequence_parallel"] else [])
 
 def expected_error(chip: str) -> dict:
-    "The cost model's leave-one-out error against published runs on `chip` (all runs if it has none): `published.published_band`."
-    return published_band(chip)
+    "The cost model's error against published runs on `chip` (`mindspeed.evidence_band`: leave-one-out on its rows, out of"
+    "sample for the Ascend 910B, all runs if it has neither)."
+    return evidence_band(chip)
 
 # %% ../../nbs/60_ui/68_demo_steps.ipynb #a1010ee6
 def estimate_choice(model: str, topology: str, cfg: ParallelConfig) -> dict:

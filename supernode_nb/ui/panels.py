@@ -294,8 +294,8 @@ def _est_source(st, est=None) -> str:
     if prof.startswith("none") and topo.name.startswith("local"): src += " — `supernode-nb calibrate` measures this machine into one"
     elif prof and not prof.startswith("none"): src += f"; {error_band(prof)['text']}"
     elif not topo.name.startswith("local"):                # a preset's figures: how the model did on published runs of that device
-        from supernode_nb.cost.published import published_band
-        src += f"; {published_band(topo.chip.name)['text']}"
+        from supernode_nb.cost.mindspeed import evidence_band
+        src += f"; {evidence_band(topo.chip.name)['text']}"
     for c in getattr(est, "caveats", None) or []: src += f" — caveat: {c}"
     return src
 
