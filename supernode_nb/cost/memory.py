@@ -42,7 +42,7 @@ def step_flops(model: ModelSpec, sequences, recompute: str = "none") -> tuple[fl
     "(model FLOPs, hardware FLOPs incl. recompute) of one training step over `sequences` sequences."
     c, l, s, h = _counts(model), model.layers, model.seq_len, model.hidden
     T = np.asarray(sequences, dtype=float) * s
-    lin, core = 2 * T * c["lin"], 4 * T * s * model.q_dim
+    lin, core = 2 * T * c["lin"], 4 * T * model.attn_span * model.q_dim   # span: s, less under a sliding window
     mf = 3 * (l * (lin + core) + 2 * T * h * model.vocab)
     _code(recompute, RECOMPUTE_CODE, "recompute")
     rec = {"none": 0.0, "selective": l * core, "full": l * (lin + core)}[recompute]

@@ -80,11 +80,16 @@ _ROWS = [
     ("minicpm-2b-4k", 8, 7314, (1, 1, 0, 1, 2, 32), (4096, 40, 2304, 5760, 36, 36, 0, 122753), "gtfzo", "mcore/minicpm/pretrain_minicpm_2b.sh"),
 ]
 
+# sliding windows: Mistral's script passes --sliding-window 4096, Gemma 2's --interleave-sliding-window 4096 (every other layer)
+_WINDOWS = {"mistral-7b-32k": (4096, 1.0), "gemma2-9b-8k": (4096, 0.5), "gemma2-27b-8k": (4096, 0.5)}
+
 def _run(name, npus, tok, layout, shape, flags, script) -> PublishedRun:
     tp, pp, vpl, cp, mbs, gbs = layout
     seq, L, h, ffn, a, g, kvc, V = shape
+    win, share = _WINDOWS.get(name, (0, 1.0))
     m = ModelSpec(f"ms-{name}", layers=L, hidden=h, heads=a, kv_heads=g, ffn_hidden=ffn, vocab=V, seq_len=seq, gated_mlp="g" in flags,
-                  tied_embeddings="t" in flags, bias="b" in flags, learned_pos="l" in flags, **({"kv_channels": kvc} if kvc else {}))
+                  tied_embeddings="t" in flags, bias="b" in flags, learned_pos="l" in flags, window=win, window_share=share,
+                  **({"kv_channels": kvc} if kvc else {}))
     v = L // pp // vpl if vpl else 1
     c = _pc(tp=tp, pp=pp, cp=cp, dp=npus // (tp * pp * cp), micro_batch_size=mbs, global_batch_size=gbs, zero=int("z" in flags and npus > tp * pp),
             sequence_parallel=tp > 1, recompute="full" if "r" in flags else "none", schedule="interleaved" if v > 1 else "1f1b",

@@ -237,7 +237,8 @@ LONG_CONTEXT_RUNS: list[PublishedRun] = [
 _QWEN3_30B = ModelSpec("qwen3-30b-a3b", layers=48, hidden=2048, heads=32, kv_heads=4, kv_channels=128, ffn_hidden=768, vocab=151936,
                        seq_len=4096, experts=128, top_k=8, gated_mlp=True, bias=False, learned_pos=False)
 _GPT_OSS = ModelSpec("gpt-oss-120b", layers=36, hidden=2880, heads=64, kv_heads=8, kv_channels=64, ffn_hidden=2880, vocab=201088,
-                     seq_len=4096, experts=128, top_k=4, gated_mlp=True, bias=True, learned_pos=False)
+                     seq_len=4096, experts=128, top_k=4, gated_mlp=True, bias=True, learned_pos=False,
+                     window=128, window_share=0.5)   # every other layer attends to a band of 128 tokens (its model card)
 def _mb_moe(name, model, n, gbs, mbs, pp, vp, ep, val, release, fp8, system="DGX-H100", topology=_H100P):
     c = _pc(dp=n // pp, pp=pp, ep=ep, micro_batch_size=mbs, global_batch_size=gbs, zero=1, schedule="interleaved" if vp > 1 else "1f1b",
             virtual_stages=vp, reduce_dtype="fp32")

@@ -47,6 +47,9 @@ def engine_gaps(spec: ModelSpec,        # the model
     if spec.kv_channels and spec.q_dim != spec.hidden:
         out.append(f"kv_channels={spec.kv_channels}: heads × kv_channels = {spec.q_dim} ≠ hidden={spec.hidden}; "
                    "the engine's attention is hidden wide (the cost model prices it)")
+    if 0 < spec.window < spec.seq_len:
+        out.append(f"window={spec.window} < seq_len={spec.seq_len}: sliding-window attention is not implemented in the engine "
+                   "(the cost model prices it)")
     return out
 
 # %% ../../nbs/00_foundation/06_capabilities.ipynb #df365617
@@ -64,4 +67,5 @@ def engine_gap_columns(spec: ModelSpec, C: dict, backend: str = "gloo", schedule
     if spec.kv_heads and not cap["kv_replication"]: out["tp > kv_heads (kv replication)"] = (C["tp"] > 1) & (spec.kv_heads % C["tp"] != 0)
     if spec.kv_channels and spec.q_dim != spec.hidden:
         out["attention wider than hidden (kv_channels)"] = np.ones(np.shape(C["tp"]), bool)
+    if 0 < spec.window < spec.seq_len: out["sliding-window attention"] = np.ones(np.shape(C["tp"]), bool)
     return out

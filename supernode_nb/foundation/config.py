@@ -36,6 +36,8 @@ class ModelSpec:
     tied_embeddings: bool = False  # LM head shares the input embedding
     bytes_per_param: int = 2       # 2 for bf16/fp16 weights, 4 for fp32
     kv_channels: int | None = None # width of one attention head where heads × it ≠ hidden (Qwen3, GPT-OSS); None = hidden/heads
+    window: int = 0                # sliding-window attention: each token attends to the last `window` tokens; 0 = full causal
+    window_share: float = 1.0      # share of the layers with the window (Gemma 2, GPT-OSS alternate: 0.5)
 
     @property
     def n_kv_heads(self) -> int: return self.kv_heads or self.heads
@@ -45,6 +47,14 @@ class ModelSpec:
     def q_dim(self) -> int: return self.heads * self.head_dim    # width of the queries and of the attention's output
     @property
     def is_moe(self) -> bool: return self.experts > 0
+    @property
+    def attn_span(self) -> float:
+        "Keys per query the attention core is priced for, averaged over layers: `seq_len` for full causal attention (counted"
+        "as full, as Megatron's FLOP formula does: a causal kernel skips half at about half the efficiency); a window w < s"
+        "runs the band of its last w keys, s·w − w²/2 of the s²/2, so 2w − w²/s in the same count."
+        s, w = self.seq_len, self.window
+        if not w or w >= s: return float(s)
+        return self.window_share * (2 * w - w * w / s) + (1 - self.window_share) * s
 
     def to_dict(self) -> dict: return asdict(self)
 
@@ -173,6 +183,8 @@ def check(model: ModelSpec, cfg: ParallelConfig, world_size: int | None = None) 
         if getattr(model, k) < 1: e.append(f"model {k}={getattr(model, k)} must be >= 1")
     if model.kv_heads is not None and model.kv_heads < 1: e.append(f"model kv_heads={model.kv_heads} must be >= 1")
     if model.kv_channels is not None and model.kv_channels < 1: e.append(f"model kv_channels={model.kv_channels} must be >= 1")
+    if model.window < 0: e.append(f"model window={model.window} must be >= 0 (0: full attention)")
+    if not 0 < model.window_share <= 1: e.append(f"model window_share={model.window_share} must be in (0, 1]")
     if cfg.schedule not in SCHEDULES: e.append(f"schedule {cfg.schedule!r} unknown; use {', '.join(SCHEDULES)}")
     if cfg.recompute not in RECOMPUTE: e.append(f"recompute {cfg.recompute!r} unknown; use {', '.join(RECOMPUTE)}")
     if not 0 <= cfg.zero <= 3: e.append(f"zero={cfg.zero} must be 0, 1, 2 or 3")
@@ -257,6 +269,8 @@ def add_model_args(p: Parser):
     p.add_argument("--model", default=None, help=f"preset: {', '.join(MODEL_PRESETS)}")
     for k in ("layers", "hidden", "heads", "ffn-hidden", "vocab", "seq", "experts", "top-k", "kv-heads", "kv-channels"):
         p.add_argument(f"--{k}", type=int, default=None)
+    p.add_argument("--window", type=int, default=None, help="sliding-window attention span in tokens (0: full attention)")
+    p.add_argument("--window-share", type=float, default=None, help="share of the layers with the window (default 1)")
     for k, what in MODEL_SWITCHES.items():
         p.add_argument(f"--{k}", action=argparse.BooleanOptionalAction, default=None, help=f"{what} (default: the preset's)")
 
@@ -265,7 +279,8 @@ def model_from_args(a, default: str = "tiny-gpt") -> ModelSpec:
     base = get_model(a.model or default) if (a.model or not a.layers) else ModelSpec(name="custom", bias=False)
     kw = {k: v for k, v in dict(layers=a.layers, hidden=a.hidden, heads=a.heads, ffn_hidden=a.ffn_hidden, vocab=a.vocab,
                                  seq_len=a.seq, experts=a.experts, top_k=a.top_k, kv_heads=a.kv_heads,
-                                 kv_channels=getattr(a, "kv_channels", None)).items() if v is not None}
+                                 kv_channels=getattr(a, "kv_channels", None), window=getattr(a, "window", None),
+                                 window_share=getattr(a, "window_share", None)).items() if v is not None}
     kw.update({k.replace("-", "_"): v for k in MODEL_SWITCHES if (v := getattr(a, k.replace("-", "_"), None)) is not None})
     if "hidden" in kw and "ffn_hidden" not in kw and not a.model: kw["ffn_hidden"] = 4 * kw["hidden"]
     return replace(base, name=base.name if not kw else (a.model or "custom"), **kw) if kw else base

@@ -91,6 +91,7 @@ def _flags(model: ModelSpec, cfg: ParallelConfig) -> list[str]:
         if model.experts: out += ["--experts", str(model.experts), "--top-k", str(model.top_k)]
         if model.kv_heads: out += ["--kv-heads", str(model.kv_heads)]
         if model.kv_channels: out += ["--kv-channels", str(model.kv_channels)]
+        if model.window: out += ["--window", str(model.window), "--window-share", str(model.window_share)]
         out += [f"--{'' if getattr(model, k.replace('-', '_')) else 'no-'}{k}" for k in MODEL_SWITCHES]
     for ax in ("tp", "pp", "dp", "ep", "cp"):
         if getattr(cfg, ax) != 1: out += [f"--{ax}", str(getattr(cfg, ax))]
