@@ -18,9 +18,8 @@ import json, os, time
 from supernode_nb.cost.published import PUBLISHED_RUNS, LONG_CONTEXT_RUNS, MOE_RUNS, MOE_FIT_RUNS, leave_one_out, fit_efficiency, predict_run
 from supernode_nb.cost.foundry import foundry_errors
 from supernode_nb.cost.dgxc import dgxc_errors, plan_vs_recipes
-from supernode_nb.cost.mindspeed import mindspeed_errors, fit_ascend
+from supernode_nb.cost.mindspeed import MINDSPEED_RUNS, mindspeed_errors, fit_ascend
 from supernode_nb.cost.steptime import efficiency_for
-from supernode_nb.foundation.topology import get_topology
 
 
 # The model before the physical terms (commit faf03df: fitted κ, DP traffic hidden at any dp), leave-one-out on these same
@@ -70,7 +69,7 @@ def _ascend() -> dict:
     "MindSpeed-LLM's dense rows on Ascend 910B, out of sample (the device was never fitted): overall, and the rows missed by more than 20 %."
     me = mindspeed_errors(); a = me.error_pct.abs()
     return dict(all=dict(_stats(a), within_10=int((a <= 10).sum()), signed_median=float(me.error_pct.median())),
-                efficiency_used=round(efficiency_for(get_topology("atlas-a2-pod").chip)[0], 3),
+                efficiency_used=round(efficiency_for(MINDSPEED_RUNS[0].topo().chip)[0], 3),
                 efficiency_these_rows_fit=round(fit_ascend(), 3),
                 over_20=[dict(run=r.run, layout=r.layout, seq=r.seq, published=r.published, predicted=r.predicted, error_pct=r.error_pct)
                          for r in me[a > 20].itertuples()])

@@ -8,7 +8,7 @@ Docs: https://supernode-nb.github.io/supernode_nb/10_cost/mindspeed.html.md"""
 from __future__ import annotations
 from ..foundation.config import ModelSpec
 import functools
-from .published import PublishedRun, predict_run, fit_efficiency, published_band, _band, _pc
+from .published import PublishedRun, predict_run, fit_efficiency, published_band, _band, _loo_abs, _pc
 
 # %% auto #0
 __all__ = ['MINDSPEED_RUNS', 'mindspeed_errors', 'fit_ascend', 'evidence_band']
@@ -118,13 +118,16 @@ def fit_ascend(runs=None) -> float:   # rows (default: `MINDSPEED_RUNS`)
 
 # %% ../../nbs/10_cost/19a_mindspeed.ipynb #39c6ab2f
 @functools.lru_cache(maxsize=None)
-def _ascend_abs() -> tuple: return tuple(mindspeed_errors().error_pct.abs())
+def _out_of_sample_abs(chip: str) -> tuple:
+    runs = [r for r in MINDSPEED_RUNS if r.topo().chip.name == chip]
+    return tuple(mindspeed_errors(runs).error_pct.abs()) if runs else ()
 
 def evidence_band(chip: str   # the device an estimate prices (`Chip.name`)
                  ) -> dict:
-    "The error band an estimate on `chip` quotes: `published.published_band`, or for the Ascend 910B (no row in the fitted"
-    "table) the |error| over MindSpeed-LLM's rows priced out of sample."
-    if chip != "Ascend 910B": return published_band(chip)
-    e = _ascend_abs()
+    "The error band an estimate on `chip` quotes: leave-one-out on the fitted table's rows of `chip`"
+    "(`published.published_band`); for a device with none there, the |error| over MindSpeed-LLM's rows on it, priced out of"
+    "sample (the Ascend 910B); else all rows, uncalibrated."
+    e = () if _loo_abs(chip)[1] else _out_of_sample_abs(chip)
+    if not e: return published_band(chip)
     return _band(e, f"out of sample over {len(e)} MindSpeed-LLM runs on {chip}, whose efficiency is uncalibrated")
 
