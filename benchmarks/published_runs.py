@@ -9,16 +9,17 @@ llm-foundry's 112 MPT rows (FSDP on A100 and H100, 125M-70B, 512-65k tokens; sup
 the table's fitted efficiencies: none of them was fitted. So are NVIDIA's DGX Cloud benchmarking recipes (70 NeMo runs on 8-2,304 H100s,
 BF16 and FP8; supernode_nb.cost.dgxc), on step time; beside them, the planner's pick for each of their clusters against the recipe's layout.
 And so are MindSpeed-LLM's 57 dense rows on Ascend 910B (tokens/s per NPU, 8-128 NPUs; supernode_nb.cost.mindspeed), at the efficiency
-the model gives a device it has no published runs for; beside them, the efficiency those rows alone would fit.
+the model gives a device it has no published runs for; beside them, the efficiency those rows alone would fit. Its four MoE rows
+(Mixtral 8x7B and 8x22B, Grok-1, MiniCPM-MoE) join the MoE rows above, out of sample (`moe_out_of_sample`).
 Error = predicted / published - 1 on the row's own metric (TFLOP/s per GPU, seconds per iteration or tokens/s per GPU).
 Run: python benchmarks/published_runs.py
 """
-import json, os, time
+import json, os, statistics, time
 
 from supernode_nb.cost.published import PUBLISHED_RUNS, LONG_CONTEXT_RUNS, MOE_RUNS, MOE_FIT_RUNS, leave_one_out, fit_efficiency, predict_run
 from supernode_nb.cost.foundry import foundry_errors
 from supernode_nb.cost.dgxc import dgxc_errors, plan_vs_recipes
-from supernode_nb.cost.mindspeed import MINDSPEED_RUNS, mindspeed_errors, fit_ascend
+from supernode_nb.cost.mindspeed import MINDSPEED_RUNS, MINDSPEED_MOE_RUNS, mindspeed_errors, fit_ascend, moe_misses
 from supernode_nb.cost.steptime import efficiency_for
 
 
@@ -40,12 +41,16 @@ def _long_context() -> dict:
                 loo_cp_ge_4=_stats(both[both.run.str.contains(r"-cp[48]-")].error_pct.abs()),
                 loo_cp_le_2=_stats(both[both.run.str.contains(r"-cp[12]-")].error_pct.abs()))
 
-def _moe() -> list:
-    "The MoE rows at the table's fitted efficiency: the GB200/B200 ones fit MOE_HOST_S (fit_on_these), the H100 ones check it."
-    return [dict(run=r.name, ep=r.config.ep, experts=r.model.experts, top_k=r.model.top_k, fit_on_these=r in MOE_FIT_RUNS,
+def _moe() -> dict:
+    "The MoE rows at the fitted efficiencies: Megatron-Bridge's GB200/B200 ones fit MOE_HOST_S (fit_on_these); its H100 ones and"
+    "MindSpeed-LLM's Ascend 910B ones check it, out of sample."
+    rows = [dict(run=r.name, ep=r.config.ep, tp=r.config.tp, experts=r.model.experts, top_k=r.model.top_k, fit_on_these=r in MOE_FIT_RUNS,
                  published=r.value, predicted=round(p, 1), error_pct=round(100 * (p / r.value - 1), 1),
                  error_pct_without_host_hold=round(100 * (p0 / r.value - 1), 1))
-            for r in MOE_RUNS for p, p0 in [(float(predict_run(r)), float(predict_run(r, moe_host_s=0.0)))]]
+            for r in MOE_RUNS + MINDSPEED_MOE_RUNS for p, p0 in [(float(predict_run(r)), float(predict_run(r, moe_host_s=0.0)))]]
+    oos = [abs(100 * (x - 1)) for x in moe_misses().values()]
+    return dict(rows=rows, out_of_sample=dict(n=len(oos), median=round(statistics.median(oos), 1), max=round(max(oos), 1),
+                                              within_20=sum(x <= 20 for x in oos), all_too_fast=min(moe_misses().values()) > 1))
 
 def _foundry() -> dict:
     "llm-foundry's FSDP rows, out of sample: overall, per device, across nodes, long sequences, and the rows missed by more than 20 %."

@@ -1,4 +1,4 @@
-"""Huawei's MindSpeed-LLM published throughput tables, measured on Ascend 910B (Atlas 900 A2 PODc): 57 dense models from 0.5B to 176B on 8–128 NPUs, priced out of sample. The cost model was never fitted to an Ascend device.
+"""Huawei's MindSpeed-LLM published throughput tables, measured on Ascend 910B (Atlas 900 A2 PODc): 57 dense models from 0.5B to 176B on 8–128 NPUs, priced out of sample, and 4 MoE models priced beside them. The cost model was never fitted to an Ascend device.
 
 Docs: https://supernode-nb.github.io/supernode_nb/10_cost/mindspeed.html.md"""
 
@@ -8,10 +8,11 @@ Docs: https://supernode-nb.github.io/supernode_nb/10_cost/mindspeed.html.md"""
 from __future__ import annotations
 from ..foundation.config import ModelSpec
 import functools
-from .published import PublishedRun, predict_run, fit_efficiency, published_band, _band, _loo_abs, _pc
+from .published import (PublishedRun, predict_run, fit_efficiency, published_band, _band, _loo_abs, _pc, MOE_RUNS,
+                                         MOE_FIT_RUNS)
 
 # %% auto #0
-__all__ = ['MINDSPEED_RUNS', 'mindspeed_errors', 'fit_ascend', 'evidence_band']
+__all__ = ['MINDSPEED_RUNS', 'MINDSPEED_MOE_RUNS', 'mindspeed_errors', 'fit_ascend', 'evidence_band', 'moe_misses']
 
 # %% ../../nbs/10_cost/19a_mindspeed.ipynb #c6d6b7e5
 _SRC = ("MindSpeed-LLM README.md at v1.0.RC3.0 (31100602dc), 性能 column: tokens/s per NPU on Atlas 900 A2 PODc "
@@ -83,15 +84,15 @@ _ROWS = [
 # sliding windows: Mistral's script passes --sliding-window 4096, Gemma 2's --interleave-sliding-window 4096 (every other layer)
 _WINDOWS = {"mistral-7b-32k": (4096, 1.0), "gemma2-9b-8k": (4096, 0.5), "gemma2-27b-8k": (4096, 0.5)}
 
-def _run(name, npus, tok, layout, shape, flags, script) -> PublishedRun:
-    tp, pp, vpl, cp, mbs, gbs = layout
+def _run(name, npus, tok, layout, shape, flags, script, moe=(0, 0, 1)) -> PublishedRun:
+    (tp, pp, vpl, cp, mbs, gbs), (experts, top_k, ep) = layout, moe
     seq, L, h, ffn, a, g, kvc, V = shape
     win, share = _WINDOWS.get(name, (0, 1.0))
     m = ModelSpec(f"ms-{name}", layers=L, hidden=h, heads=a, kv_heads=g, ffn_hidden=ffn, vocab=V, seq_len=seq, gated_mlp="g" in flags,
                   tied_embeddings="t" in flags, bias="b" in flags, learned_pos="l" in flags, window=win, window_share=share,
-                  **({"kv_channels": kvc} if kvc else {}))
+                  experts=experts, top_k=top_k, **({"kv_channels": kvc} if kvc else {}))
     v = L // pp // vpl if vpl else 1
-    c = _pc(tp=tp, pp=pp, cp=cp, dp=npus // (tp * pp * cp), micro_batch_size=mbs, global_batch_size=gbs, zero=int("z" in flags and npus > tp * pp),
+    c = _pc(tp=tp, pp=pp, cp=cp, dp=npus // (tp * pp * cp), ep=ep, micro_batch_size=mbs, global_batch_size=gbs, zero=int("z" in flags and npus > tp * pp),
             sequence_parallel=tp > 1, recompute="full" if "r" in flags else "none", schedule="interleaved" if v > 1 else "1f1b",
             virtual_stages=v, reduce_dtype="bf16" if "h" in flags else "fp32")
     return PublishedRun(m.name, m, c, "atlas-a2-pod", "tokens_per_s_per_device", float(tok), _SRC.format(script),
@@ -108,7 +109,8 @@ def mindspeed_errors(runs=None,          # rows (default: `MINDSPEED_RUNS`)
     rows = []
     for r in MINDSPEED_RUNS if runs is None else runs:
         p, c = float(predict_run(r, efficiency)), r.config
-        rows.append(dict(run=r.name, npus=c.world_size, seq=r.model.seq_len, layout=f"tp{c.tp} pp{c.pp} v{c.virtual_stages} cp{c.cp} dp{c.dp} mbs{c.micro_batch_size}",
+        ep = f" ep{c.ep}" if c.ep > 1 else ""
+        rows.append(dict(run=r.name, npus=c.world_size, seq=r.model.seq_len, layout=f"tp{c.tp} pp{c.pp} v{c.virtual_stages} cp{c.cp} dp{c.dp}{ep} mbs{c.micro_batch_size}",
                          published=r.value, predicted=round(p, 1), error_pct=round(100 * (p / r.value - 1), 1)))
     return pd.DataFrame(rows)
 
@@ -122,12 +124,38 @@ def _out_of_sample_abs(chip: str) -> tuple:
     runs = [r for r in MINDSPEED_RUNS if r.topo().chip.name == chip]
     return tuple(mindspeed_errors(runs).error_pct.abs()) if runs else ()
 
-def evidence_band(chip: str   # the device an estimate prices (`Chip.name`)
+def evidence_band(chip: str,        # the device an estimate prices (`Chip.name`)
+                  moe: bool = False  # the model has experts: quote the MoE rows (`moe_misses`), whatever the device
                  ) -> dict:
     "The error band an estimate on `chip` quotes: leave-one-out on the fitted table's rows of `chip`"
     "(`published.published_band`); for a device with none there, the |error| over MindSpeed-LLM's rows on it, priced out of"
-    "sample (the Ascend 910B); else all rows, uncalibrated."
+    "sample (the Ascend 910B); else all rows, uncalibrated. A MoE model quotes the MoE runs priced out of sample, on any device."
+    if moe:
+        r = moe_misses()
+        return _band(tuple(abs(100 * (x - 1)) for x in r.values()), f"MoE: out of sample over {len(r)} published MoE runs, "
+                     "Megatron-Bridge on H100 and MindSpeed-LLM on Ascend 910B" + (", every one priced too fast" if min(r.values()) > 1 else ""))
     e = () if _loo_abs(chip)[1] else _out_of_sample_abs(chip)
     if not e: return published_band(chip)
     return _band(e, f"out of sample over {len(e)} MindSpeed-LLM runs on {chip}, whose efficiency is uncalibrated")
 
+
+# %% ../../nbs/10_cost/19a_mindspeed.ipynb #3bf9f6b9
+# name, NPUs, tokens/s per NPU, layout, shape, flags and script as `_ROWS`; then (experts, top-k, ep) from the script
+_MOE_ROWS = [
+    ("mixtral-8x7b-32k", 64, 706, (8, 4, 0, 2, 1, 128), (32768, 32, 4096, 14336, 32, 8, 0, 32000), "gfmzo",
+     "mcore/mixtral/pretrain_mixtral_8x7b_ptd.sh", (8, 2, 1)),
+    ("mixtral-8x22b-32k", 64, 239, (8, 4, 2, 2, 1, 16), (32768, 56, 6144, 16384, 48, 8, 0, 32000), "gfmzor",
+     "mcore/mixtral/pretrain_mixtral_8x22b_32k_ptd.sh", (8, 2, 1)),
+    ("grok1-8x5b-8k", 32, 1082, (8, 2, 0, 1, 1, 128), (8192, 12, 6144, 32768, 48, 8, 0, 131072), "gfmz",
+     "mcore/grok1/pretrain_grok1_40b_ptd.sh", (8, 2, 2)),
+    ("minicpm-8x2b-4k", 8, 2981, (1, 4, 0, 1, 1, 128), (4096, 40, 2304, 5760, 36, 36, 0, 122753), "gtfzo",
+     "mcore/minicpm/pretrain_minicpm_8x2b.sh", (8, 2, 2)),
+]
+MINDSPEED_MOE_RUNS: list[PublishedRun] = [_run(*r) for r in _MOE_ROWS]
+
+@functools.lru_cache(maxsize=None)
+def moe_misses() -> dict:
+    "Predicted ÷ published throughput of every published MoE run the model was not fitted on: Megatron-Bridge's H100 rows"
+    "(`published.MOE_RUNS` less `MOE_FIT_RUNS`) and MindSpeed-LLM's (`MINDSPEED_MOE_RUNS`)."
+    runs = [r for r in MOE_RUNS if r not in MOE_FIT_RUNS] + MINDSPEED_MOE_RUNS
+    return {r.name: round(float(predict_run(r)) / r.value, 3) for r in runs}

@@ -156,10 +156,12 @@ def estimate_argv(model: str, topology: str, cfg: ParallelConfig) -> list[str]:
     if c.get("global_batch_size"): argv += ["--global-batch", str(c["global_batch_size"])]
     return argv + (["--sequence-parallel"] if c["sequence_parallel"] else [])
 
-def expected_error(chip: str) -> dict:
+def expected_error(chip: str,         # the device (`Chip.name`)
+                   moe: bool = False   # a model with experts: the MoE runs' band, on any device
+                  ) -> dict:
     "The cost model's error against published runs on `chip` (`mindspeed.evidence_band`: leave-one-out on its rows, out of"
-    "sample for the Ascend 910B, all runs if it has neither)."
-    return evidence_band(chip)
+    "sample for the Ascend 910B, all runs if it has neither; for a MoE model, the MoE runs priced out of sample)."
+    return evidence_band(chip, moe)
 
 # %% ../../nbs/60_ui/68_demo_steps.ipynb #a1010ee6
 def estimate_choice(model: str, topology: str, cfg: ParallelConfig) -> dict:
@@ -172,7 +174,7 @@ def estimate_choice(model: str, topology: str, cfg: ParallelConfig) -> dict:
              for a, l in e.links.items() if l["group_size"] > 1 and l["level"] in lv}
     used = dict(chip=T.chip.name, tflops_bf16=T.chip.tflops_bf16, memory_GiB=T.chip.memory_bytes / 2**30, hbm_GBps=T.chip.hbm_GBps,
                 efficiency=e.efficiency, efficiency_source=e.efficiency_source, links=links)
-    return dict(estimate=e.to_dict(), used=used, expected_error=expected_error(T.chip.name),
+    return dict(estimate=e.to_dict(), used=used, expected_error=expected_error(T.chip.name, m.is_moe),
                 command="supernode-nb " + " ".join(estimate_argv(model, topology, cfg)))
 
 def estimate_text(d: dict) -> str:
