@@ -253,7 +253,13 @@ MOE_RUNS: list[PublishedRun] = [   # the GB200/B200 rows (MOE_FIT_RUNS) fit `MOE
     _mb_moe("mb-qwen3-30b-a3b-fp8", _QWEN3_30B, 16, 512, 2, 2, 24, 8, 5275, "25.11", True),
     _mb_moe("mb-qwen3-30b-a3b-fp8-2602", _QWEN3_30B, 16, 1024, 1, 2, 12, 8, 5113, "26.02", True),
     _mb_moe("mb-gpt-oss-120b", _GPT_OSS, 64, 512, 4, 4, 1, 8, 5630, "25.11", False),
-    _mb_moe("mb-gpt-oss-120b-2602", _GPT_OSS, 64, 1280, 1, 4, 1, 8, 5993, "26.02", False)]
+    _mb_moe("mb-gpt-oss-120b-2602", _GPT_OSS, 64, 1280, 1, 4, 1, 8, 5993, "26.02", False),
+    PublishedRun("mcore-mixtral-8x7b", replace(MODEL_PRESETS["mixtral-8x7b"], seq_len=4096, vocab=32000),
+                 _pc(dp=16, pp=4, ep=8, micro_batch_size=1, global_batch_size=256, zero=1, schedule="interleaved", virtual_stages=8,
+                     reduce_dtype="fp32"), _H100P, "tflops_per_device", 438.0,
+                 "Megatron-LM megatron/core/transformer/moe/README.md at 0b4c4cfced (MCore v0.8): 438 TFLOPS per GPU, and its "
+                 "reference mapping for MCore v0.8", "64 H100s, TP 1, EP 8, PP 4, VP 8 (one layer per chunk), dropless all-to-all, "
+                 "grouped GEMM, BF16, distributed optimizer", allow_uneven=True, flash=True)]
 MOE_FIT_RUNS: list[PublishedRun] = [r for r in MOE_RUNS if r.topology != _H100P]
 
 # %% ../../nbs/10_cost/17_published.ipynb #ad7c144a
