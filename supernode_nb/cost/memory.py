@@ -20,16 +20,22 @@ RECOMPUTE_CODE = {"none": 0, "selective": 1, "full": 2}
 DTYPE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 2}   # bytes per weight / activation element; fp8 training keeps them in bf16
 
 def _counts(m: ModelSpec) -> dict:
-    "Parameter counts by place (per layer: dense part, expert part; embedding, head, final norm) and matmul weights per token."
+    "Parameter counts by place (per layer: dense part, expert part; a leading dense layer of a MoE; embedding, head, final"
+    "norm) and matmul weights per token, averaged over the layers (a MoE's leading dense layers and its MoE layers)."
     h, q, kv, f, b = m.hidden, m.q_dim, m.n_kv_heads * m.head_dim, m.ffn_hidden, int(m.bias)
     mats = 3 if m.gated_mlp else 2
     attn = 2 * h * q + 2 * h * kv + b * (q + h + 2 * kv)
-    mlp1 = mats * h * f + b * (f * (mats - 1) + h)
+    mlp = lambda w: mats * h * w + b * (w * (mats - 1) + h) if w else 0
     router = h * m.experts if m.is_moe else 0
-    return dict(dense=attn + 2 * h * (1 + b) + router + (0 if m.is_moe else mlp1),   # per layer, sharded by tp
-                expert=m.experts * mlp1 if m.is_moe else 0,                           # per layer, sharded by tp × ep
+    share = m.moe_layers / m.layers if m.is_moe and m.layers else 0.0     # the share of the layers with experts
+    df = m.dense_ffn or f
+    return dict(dense=attn + 2 * h * (1 + b) + router + (mlp(m.shared_ffn) if m.is_moe else mlp(f)),   # per layer, sharded by tp
+                expert=m.experts * mlp(f) if m.is_moe else 0,                          # per layer, sharded by tp × ep
+                dense_layer=attn + 2 * h * (1 + b) + mlp(df),                          # a MoE's leading dense layer
                 emb=m.vocab * h + (m.seq_len * h if m.learned_pos else 0), head=m.vocab * h, fnorm=h * (1 + b),
-                lin=2 * h * q + 2 * h * kv + (m.top_k if m.is_moe else 1) * mats * h * f + router, router=router)
+                lin=2 * h * q + 2 * h * kv + (share * (m.top_k * mats * h * f + router + mats * h * m.shared_ffn) + (1 - share) * mats * h * df
+                                              if m.is_moe else mats * h * f),
+                router=share * router, moe_share=share)
 
 def _code(x, table: dict, what: str):
     "Integer codes of names in `table` (arrays of codes pass through); a clear error for unknown names."
@@ -111,11 +117,14 @@ def _memory(model: ModelSpec, C: dict, c: dict, allow_uneven: bool, w=None,
     edp = np.maximum(D // ep, 1)
     Ls = np.ceil(model.layers / (pp * v)) * v if allow_uneven else model.layers / pp
     head = c["head"] if not model.tied_embeddings else np.where(pp > 1, c["head"], 0)
-    Pd_layers, Pe = Ls * c["dense"] / tp, Ls * c["expert"] / (tp * ep)
-    Pd_first = Pd_layers + c["emb"] / tp + np.where(pp == 1, head / tp + c["fnorm"], 0)
-    Pd_last = Pd_layers + head / tp + c["fnorm"] + np.where(pp == 1, c["emb"] / tp, 0)
+    nd = model.layers - model.moe_layers if model.is_moe else 0      # a MoE's leading dense layers: on the first stage
+    nd_first, nd_last = np.minimum(nd, Ls), np.where(pp > 1, np.clip(nd - (model.layers - Ls), 0, Ls), np.minimum(nd, Ls))
+    Pd_layers = lambda n: ((Ls - n) * c["dense"] + n * c["dense_layer"]) / tp
+    Pe_first, Pe_last = ((Ls - n) * c["expert"] / (tp * ep) for n in (nd_first, nd_last))
+    Pd_first = Pd_layers(nd_first) + c["emb"] / tp + np.where(pp == 1, head / tp + c["fnorm"], 0)
+    Pd_last = Pd_layers(nd_last) + head / tp + c["fnorm"] + np.where(pp == 1, c["emb"] / tp, 0)
     shard = lambda z: (np.where(zero >= z, D, 1), np.where(zero >= z, edp, 1))
-    def states(Pd):
+    def states(Pd, Pe):
         (d3, e3), (d2, e2), (d1, e1) = shard(3), shard(2), shard(1)
         return dict(parameters=w * (Pd / d3 + Pe / e3), gradients=w * (Pd / d2 + Pe / e2),
                     optimizer=np.where(np.asarray(w) == 2, 12, 8) * (Pd / d1 + Pe / e1))
@@ -135,7 +144,7 @@ def _memory(model: ModelSpec, C: dict, c: dict, allow_uneven: bool, w=None,
     a2a = np.where((ep > 1) & model.is_moe, mbs * sl * max(model.top_k, 1) * model.hidden * w / tp, 0)
     buf = (np.where((D > 1) & (zero < 3), 2 * DDP_BUCKET_BYTES, 0) + np.where(zero >= 3, 2 * (c["dense"] + c["expert"] / ep) / tp * w, 0)
            + np.where(sp, sbh * w, 0) + 2 * a2a + np.where(pp > 1, 2 * sbh * w / tp, 0))
-    first = dict(states(Pd_first), activations=Ls * act * in_flight(sched, pp, m, v, "first") + emb_act + work + np.where(pp == 1, out_act, 0),
+    first = dict(states(Pd_first, Pe_first), activations=Ls * act * in_flight(sched, pp, m, v, "first") + emb_act + work + np.where(pp == 1, out_act, 0),
                  comm_buffers=buf)
-    last = dict(states(Pd_last), activations=(Ls * act + out_act) * in_flight(sched, pp, m, v, "last") + work, comm_buffers=buf)
-    return first, last, dict(Ls=Ls, m=m, D=D, edp=edp, Pd=np.maximum(Pd_first, Pd_last), Pe=Pe, sbh=sbh, a2a=a2a, w=w)
+    last = dict(states(Pd_last, Pe_last), activations=(Ls * act + out_act) * in_flight(sched, pp, m, v, "last") + work, comm_buffers=buf)
+    return first, last, dict(Ls=Ls, m=m, D=D, edp=edp, Pd=np.maximum(Pd_first, Pd_last), Pe=np.maximum(Pe_first, Pe_last), sbh=sbh, a2a=a2a, w=w)

@@ -50,6 +50,9 @@ def engine_gaps(spec: ModelSpec,        # the model
     if 0 < spec.window < spec.seq_len:
         out.append(f"window={spec.window} < seq_len={spec.seq_len}: sliding-window attention is not implemented in the engine "
                    "(the cost model prices it)")
+    if spec.is_moe and (spec.shared_ffn or spec.dense_layers):
+        out.append(f"shared_ffn={spec.shared_ffn}, dense_layers={spec.dense_layers}: shared experts and leading dense layers are "
+                   "not implemented in the engine (the cost model prices them)")
     return out
 
 # %% ../../nbs/00_foundation/06_capabilities.ipynb #df365617
@@ -68,4 +71,5 @@ def engine_gap_columns(spec: ModelSpec, C: dict, backend: str = "gloo", schedule
     if spec.kv_channels and spec.q_dim != spec.hidden:
         out["attention wider than hidden (kv_channels)"] = np.ones(np.shape(C["tp"]), bool)
     if 0 < spec.window < spec.seq_len: out["sliding-window attention"] = np.ones(np.shape(C["tp"]), bool)
+    if spec.is_moe and (spec.shared_ffn or spec.dense_layers): out["shared experts or leading dense layers"] = np.ones(np.shape(C["tp"]), bool)
     return out

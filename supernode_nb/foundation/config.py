@@ -38,6 +38,10 @@ class ModelSpec:
     kv_channels: int | None = None # width of one attention head where heads × it ≠ hidden (Qwen3, GPT-OSS); None = hidden/heads
     window: int = 0                # sliding-window attention: each token attends to the last `window` tokens; 0 = full causal
     window_share: float = 1.0      # share of the layers with the window (Gemma 2, GPT-OSS alternate: 0.5)
+    shared_ffn: int = 0            # MoE: width of the MLP every token also passes through beside its routed experts (shared
+                                   # experts, their widths summed: DeepSeek-MoE, Qwen-MoE); 0 = none
+    dense_layers: int = 0          # MoE: leading layers with a dense MLP instead of experts (DeepSeek's first 1-3)
+    dense_ffn: int = 0             # the width of their MLP; 0 = ffn_hidden
 
     @property
     def n_kv_heads(self) -> int: return self.kv_heads or self.heads
@@ -47,6 +51,8 @@ class ModelSpec:
     def q_dim(self) -> int: return self.heads * self.head_dim    # width of the queries and of the attention's output
     @property
     def is_moe(self) -> bool: return self.experts > 0
+    @property
+    def moe_layers(self) -> int: return self.layers - self.dense_layers if self.is_moe else 0
     @property
     def attn_span(self) -> float:
         "Keys per query the attention core is priced for, averaged over layers: `seq_len` for full causal attention (counted"
@@ -59,13 +65,18 @@ class ModelSpec:
     def to_dict(self) -> dict: return asdict(self)
 
 # %% ../../nbs/00_foundation/01_config.ipynb #2e53b18a
-def _layer_params(m: ModelSpec, experts_counted: int) -> int:
+def _mlp_params(m: ModelSpec, f: int) -> int:
+    "One MLP of width `f`: 2 or 3 matrices of h×f, and their biases."
+    mats, b = (3 if m.gated_mlp else 2), int(m.bias)
+    return mats * m.hidden * f + b * (f * (mats - 1) + m.hidden)
+
+def _layer_params(m: ModelSpec, experts_counted: int, dense: bool = False) -> int:
+    "One layer: a MoE layer with `experts_counted` experts, its router and its shared MLP; or, with `dense`, one of the leading dense layers."
     h, q, kv = m.hidden, m.q_dim, m.n_kv_heads * m.head_dim
     b = int(m.bias)
     attn = 2 * h * q + 2 * h * kv + b * (q + h + 2 * kv)               # Q (h×q), O (q×h); K, V (h×kv)
-    mats = 3 if m.gated_mlp else 2
-    mlp1 = mats * h * m.ffn_hidden + b * (m.ffn_hidden * (mats - 1) + h)
-    mlp = mlp1 * max(experts_counted, 1) + (h * m.experts if m.is_moe else 0)  # + router
+    if dense or not m.is_moe: mlp = _mlp_params(m, (m.dense_ffn or m.ffn_hidden) if dense else m.ffn_hidden)
+    else: mlp = _mlp_params(m, m.ffn_hidden) * max(experts_counted, 1) + h * m.experts + (_mlp_params(m, m.shared_ffn) if m.shared_ffn else 0)
     norms = 2 * h * (1 + b)
     return attn + mlp + norms
 
@@ -75,7 +86,8 @@ def num_params(m: ModelSpec, active: bool = False) -> int:
     emb = m.vocab * m.hidden + (m.seq_len * m.hidden if m.learned_pos else 0)
     head = 0 if m.tied_embeddings else m.vocab * m.hidden
     final_norm = m.hidden * (1 + int(m.bias))
-    return m.layers * _layer_params(m, experts) + emb + head + final_norm
+    layers = m.moe_layers * _layer_params(m, experts) + (m.layers - m.moe_layers) * _layer_params(m, 1, dense=m.is_moe)
+    return layers + emb + head + final_norm
 
 # %% ../../nbs/00_foundation/01_config.ipynb #7892e87e
 _LLAMA = dict(gated_mlp=True, bias=False, learned_pos=False, tied_embeddings=False)
@@ -185,6 +197,13 @@ def check(model: ModelSpec, cfg: ParallelConfig, world_size: int | None = None) 
     if model.kv_channels is not None and model.kv_channels < 1: e.append(f"model kv_channels={model.kv_channels} must be >= 1")
     if model.window < 0: e.append(f"model window={model.window} must be >= 0 (0: full attention)")
     if not 0 < model.window_share <= 1: e.append(f"model window_share={model.window_share} must be in (0, 1]")
+    for k in ("shared_ffn", "dense_layers", "dense_ffn"):
+        if getattr(model, k) < 0: e.append(f"model {k}={getattr(model, k)} must be >= 0")
+    if not model.is_moe and (model.shared_ffn or model.dense_layers or model.dense_ffn):
+        e.append(f"shared_ffn={model.shared_ffn}, dense_layers={model.dense_layers}, dense_ffn={model.dense_ffn} set on a dense "
+                 "model (experts=0): they shape a MoE's layers")
+    elif model.is_moe and model.dense_layers >= model.layers >= 1:
+        e.append(f"dense_layers={model.dense_layers} must be < layers={model.layers}: a MoE keeps at least one MoE layer")
     if cfg.schedule not in SCHEDULES: e.append(f"schedule {cfg.schedule!r} unknown; use {', '.join(SCHEDULES)}")
     if cfg.recompute not in RECOMPUTE: e.append(f"recompute {cfg.recompute!r} unknown; use {', '.join(RECOMPUTE)}")
     if not 0 <= cfg.zero <= 3: e.append(f"zero={cfg.zero} must be 0, 1, 2 or 3")
@@ -271,6 +290,9 @@ def add_model_args(p: Parser):
         p.add_argument(f"--{k}", type=int, default=None)
     p.add_argument("--window", type=int, default=None, help="sliding-window attention span in tokens (0: full attention)")
     p.add_argument("--window-share", type=float, default=None, help="share of the layers with the window (default 1)")
+    p.add_argument("--shared-ffn", type=int, default=None, help="MoE: width of the shared experts' MLP, summed (0: none)")
+    p.add_argument("--dense-layers", type=int, default=None, help="MoE: leading layers with a dense MLP (DeepSeek: 1-3)")
+    p.add_argument("--dense-ffn", type=int, default=None, help="MoE: the width of their MLP (0: --ffn-hidden)")
     for k, what in MODEL_SWITCHES.items():
         p.add_argument(f"--{k}", action=argparse.BooleanOptionalAction, default=None, help=f"{what} (default: the preset's)")
 
@@ -280,7 +302,9 @@ def model_from_args(a, default: str = "tiny-gpt") -> ModelSpec:
     kw = {k: v for k, v in dict(layers=a.layers, hidden=a.hidden, heads=a.heads, ffn_hidden=a.ffn_hidden, vocab=a.vocab,
                                  seq_len=a.seq, experts=a.experts, top_k=a.top_k, kv_heads=a.kv_heads,
                                  kv_channels=getattr(a, "kv_channels", None), window=getattr(a, "window", None),
-                                 window_share=getattr(a, "window_share", None)).items() if v is not None}
+                                 window_share=getattr(a, "window_share", None), shared_ffn=getattr(a, "shared_ffn", None),
+                                 dense_layers=getattr(a, "dense_layers", None), dense_ffn=getattr(a, "dense_ffn", None)).items()
+          if v is not None}
     kw.update({k.replace("-", "_"): v for k in MODEL_SWITCHES if (v := getattr(a, k.replace("-", "_"), None)) is not None})
     if "hidden" in kw and "ffn_hidden" not in kw and not a.model: kw["ffn_hidden"] = 4 * kw["hidden"]
     return replace(base, name=base.name if not kw else (a.model or "custom"), **kw) if kw else base
