@@ -8,7 +8,7 @@ Docs: https://supernode-nb.github.io/supernode_nb/10_cost/memory.html.md"""
 from __future__ import annotations
 import numpy as np
 from statistics import NormalDist
-from ..foundation.config import ModelSpec
+from ..foundation.config import ModelSpec, _mlp_params
 
 # %% auto #0
 __all__ = ['SCHEDULE_CODE', 'RECOMPUTE_CODE', 'DTYPE_BYTES', 'CATEGORIES', 'DDP_BUCKET_BYTES', 'step_flops',
@@ -25,7 +25,7 @@ def _counts(m: ModelSpec) -> dict:
     h, q, kv, f, b = m.hidden, m.q_dim, m.n_kv_heads * m.head_dim, m.ffn_hidden, int(m.bias)
     mats = 3 if m.gated_mlp else 2
     attn = 2 * h * q + 2 * h * kv + b * (q + h + 2 * kv)
-    mlp = lambda w: mats * h * w + b * (w * (mats - 1) + h) if w else 0
+    mlp = lambda w: _mlp_params(m, w) if w else 0
     router = h * m.experts if m.is_moe else 0
     share = m.moe_layers / m.layers if m.is_moe and m.layers else 0.0     # the share of the layers with experts
     df = m.dense_ffn or f

@@ -204,6 +204,8 @@ def check(model: ModelSpec, cfg: ParallelConfig, world_size: int | None = None) 
                  "model (experts=0): they shape a MoE's layers")
     elif model.is_moe and model.dense_layers >= model.layers >= 1:
         e.append(f"dense_layers={model.dense_layers} must be < layers={model.layers}: a MoE keeps at least one MoE layer")
+    elif model.is_moe and model.dense_ffn and not model.dense_layers:
+        e.append(f"dense_ffn={model.dense_ffn} set with dense_layers=0: no layer has that MLP")
     if cfg.schedule not in SCHEDULES: e.append(f"schedule {cfg.schedule!r} unknown; use {', '.join(SCHEDULES)}")
     if cfg.recompute not in RECOMPUTE: e.append(f"recompute {cfg.recompute!r} unknown; use {', '.join(RECOMPUTE)}")
     if not 0 <= cfg.zero <= 3: e.append(f"zero={cfg.zero} must be 0, 1, 2 or 3")
