@@ -8,7 +8,7 @@ Docs: https://supernode-nb.github.io/supernode_nb/10_cost/memory.html.md"""
 from __future__ import annotations
 import numpy as np
 from statistics import NormalDist
-from ..foundation.config import ModelSpec, _mlp_params
+from ..foundation.config import ModelSpec, _mlp_params, _attn_mats, _attn_params
 
 # %% auto #0
 __all__ = ['SCHEDULE_CODE', 'RECOMPUTE_CODE', 'DTYPE_BYTES', 'CATEGORIES', 'DDP_BUCKET_BYTES', 'step_flops',
@@ -22,9 +22,9 @@ DTYPE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 2}   # bytes per weight /
 def _counts(m: ModelSpec) -> dict:
     "Parameter counts by place (per layer: dense part, expert part; a leading dense layer of a MoE; embedding, head, final"
     "norm) and matmul weights per token, averaged over the layers (a MoE's leading dense layers and its MoE layers)."
-    h, q, kv, f, b = m.hidden, m.q_dim, m.n_kv_heads * m.head_dim, m.ffn_hidden, int(m.bias)
+    h, f, b = m.hidden, m.ffn_hidden, int(m.bias)
     mats = 3 if m.gated_mlp else 2
-    attn = 2 * h * q + 2 * h * kv + b * (q + h + 2 * kv)
+    attn = _attn_params(m)
     mlp = lambda w: _mlp_params(m, w) if w else 0
     router = h * m.experts if m.is_moe else 0
     share = m.moe_layers / m.layers if m.is_moe and m.layers else 0.0     # the share of the layers with experts
@@ -33,7 +33,7 @@ def _counts(m: ModelSpec) -> dict:
                 expert=m.experts * mlp(f) if m.is_moe else 0,                          # per layer, sharded by tp × ep
                 dense_layer=attn + 2 * h * (1 + b) + mlp(df),                          # a MoE's leading dense layer
                 emb=m.vocab * h + (m.seq_len * h if m.learned_pos else 0), head=m.vocab * h, fnorm=h * (1 + b),
-                lin=2 * h * q + 2 * h * kv + (share * (m.top_k * mats * h * f + router + mats * h * m.shared_ffn) + (1 - share) * mats * h * df
+                lin=_attn_mats(m) + (share * (m.top_k * mats * h * f + router + mats * h * m.shared_ffn) + (1 - share) * mats * h * df
                                               if m.is_moe else mats * h * f),
                 router=share * router, moe_share=share)
 
@@ -48,7 +48,7 @@ def step_flops(model: ModelSpec, sequences, recompute: str = "none") -> tuple[fl
     "(model FLOPs, hardware FLOPs incl. recompute) of one training step over `sequences` sequences."
     c, l, s, h = _counts(model), model.layers, model.seq_len, model.hidden
     T = np.asarray(sequences, dtype=float) * s
-    lin, core = 2 * T * c["lin"], 4 * T * model.attn_span * model.q_dim   # span: s, less under a sliding window
+    lin, core = 2 * T * c["lin"], 4 * T * model.attn_span * model.core_dim   # span: s, less under a sliding window; core_dim: q and v wide
     mf = 3 * (l * (lin + core) + 2 * T * h * model.vocab)
     _code(recompute, RECOMPUTE_CODE, "recompute")
     rec = {"none": 0.0, "selective": l * core, "full": l * (lin + core)}[recompute]

@@ -179,7 +179,7 @@ def _compute(model, C, c, mem, rate, hbm_GBps, o):
     Ls, w, s, h = mem["Ls"], mem["w"], model.seq_len, model.hidden
     T = mbs * s / cp                                        # tokens of one micro-batch on one rank (before tp)
     flash = o.get("flash", True)
-    lin_f, core_f = 2 * T * c["lin"] / tp, CAUSAL_EXECUTED * 4 * T * model.attn_span * model.q_dim / tp   # span: `ModelSpec.attn_span`
+    lin_f, core_f = 2 * T * c["lin"] / tp, CAUSAL_EXECUTED * 4 * T * model.attn_span * model.core_dim / tp   # span: `ModelSpec.attn_span`
     fwd_f = Ls * (lin_f + core_f) + 2 * T * h * model.vocab / tp          # the last stage adds the LM head
     mb_f = 3 * fwd_f + np.select([rc == 2, rc == 1], [Ls * (lin_f + core_f), Ls * (core_f + o.get("selective_mm", 0.0) * lin_f)], 0)
     n_ops, fp8 = Ls * OPS_PER_LAYER * (3 + (rc == 2)) * (0.5 if o.get("fused", True) else 1.0), o.get("dtype") == "fp8"   # fp8: the

@@ -53,6 +53,8 @@ def engine_gaps(spec: ModelSpec,        # the model
     if spec.is_moe and (spec.shared_ffn or spec.dense_layers):
         out.append(f"shared_ffn={spec.shared_ffn}, dense_layers={spec.dense_layers}: shared experts and leading dense layers are "
                    "not implemented in the engine (the cost model prices them)")
+    if spec.kv_lora:
+        out.append(f"kv_lora={spec.kv_lora}: multi-head latent attention is not implemented in the engine (the cost model prices it)")
     return out
 
 # %% ../../nbs/00_foundation/06_capabilities.ipynb #df365617
@@ -72,4 +74,5 @@ def engine_gap_columns(spec: ModelSpec, C: dict, backend: str = "gloo", schedule
         out["attention wider than hidden (kv_channels)"] = np.ones(np.shape(C["tp"]), bool)
     if 0 < spec.window < spec.seq_len: out["sliding-window attention"] = np.ones(np.shape(C["tp"]), bool)
     if spec.is_moe and (spec.shared_ffn or spec.dense_layers): out["shared experts or leading dense layers"] = np.ones(np.shape(C["tp"]), bool)
+    if spec.kv_lora: out["multi-head latent attention"] = np.ones(np.shape(C["tp"]), bool)
     return out

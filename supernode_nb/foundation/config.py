@@ -42,6 +42,10 @@ class ModelSpec:
                                    # experts, their widths summed: DeepSeek-MoE, Qwen-MoE); 0 = none
     dense_layers: int = 0          # MoE: leading layers with a dense MLP instead of experts (DeepSeek's first 1-3)
     dense_ffn: int = 0             # the width of their MLP; 0 = ffn_hidden
+    kv_lora: int = 0               # multi-head latent attention (DeepSeek-V2/V3): rank of the compressed keys and values; 0 = no MLA
+    q_lora: int = 0                # MLA: rank of the queries' down-projection; 0 = queries projected directly
+    rope_dim: int = 0              # MLA: width of the rotary key shared by the heads (part of each head's kv_channels)
+    v_head_dim: int = 0            # MLA: width of one head's value where it is not kv_channels; 0 = kv_channels
 
     @property
     def n_kv_heads(self) -> int: return self.kv_heads or self.heads
@@ -53,6 +57,10 @@ class ModelSpec:
     def is_moe(self) -> bool: return self.experts > 0
     @property
     def moe_layers(self) -> int: return self.layers - self.dense_layers if self.is_moe else 0
+    @property
+    def v_dim(self) -> int: return self.heads * (self.v_head_dim or self.head_dim)   # width of the values and the attention's output
+    @property
+    def core_dim(self) -> float: return (self.q_dim + self.v_dim) / 2   # the attention core's mean width: 4·s·core_dim FLOPs per token
     @property
     def attn_span(self) -> float:
         "Keys per query the attention core is priced for, averaged over layers: `seq_len` for full causal attention (counted"
@@ -70,11 +78,24 @@ def _mlp_params(m: ModelSpec, f: int) -> int:
     mats, b = (3 if m.gated_mlp else 2), int(m.bias)
     return mats * m.hidden * f + b * (f * (mats - 1) + m.hidden)
 
+def _attn_mats(m: ModelSpec) -> int:
+    "Matmul weights of one layer's attention: Q (h×q), O (q×h), K and V (h×kv); under MLA the queries' down- and up-projections"
+    "(or one h×q), the keys' and values' down-projection with the shared rotary key (h×(kv_lora + rope_dim)), their"
+    "up-projection per head (kv_lora × heads·(kv_channels − rope_dim + v_head_dim)), and O (heads·v_head_dim × h)."
+    h, q = m.hidden, m.q_dim
+    if not m.kv_lora: return 2 * h * q + 2 * h * m.n_kv_heads * m.head_dim
+    qp = h * m.q_lora + m.q_lora * q if m.q_lora else h * q
+    return qp + h * (m.kv_lora + m.rope_dim) + m.kv_lora * m.heads * (m.head_dim - m.rope_dim + (m.v_head_dim or m.head_dim)) + m.v_dim * h
+
+def _attn_params(m: ModelSpec) -> int:
+    "One layer's attention parameters: its matmul weights, and the biases of Q, K, V and O (or MLA's two latent norms)."
+    kv = m.n_kv_heads * m.head_dim
+    return _attn_mats(m) + (m.q_lora + m.kv_lora if m.kv_lora else int(m.bias) * (m.q_dim + m.hidden + 2 * kv))
+
 def _layer_params(m: ModelSpec, experts_counted: int, dense: bool = False) -> int:
     "One layer: a MoE layer with `experts_counted` experts, its router and its shared MLP; or, with `dense`, one of the leading dense layers."
-    h, q, kv = m.hidden, m.q_dim, m.n_kv_heads * m.head_dim
-    b = int(m.bias)
-    attn = 2 * h * q + 2 * h * kv + b * (q + h + 2 * kv)               # Q (h×q), O (q×h); K, V (h×kv)
+    h, b = m.hidden, int(m.bias)
+    attn = _attn_params(m)
     if dense or not m.is_moe: mlp = _mlp_params(m, (m.dense_ffn or m.ffn_hidden) if dense else m.ffn_hidden)
     else: mlp = _mlp_params(m, m.ffn_hidden) * max(experts_counted, 1) + h * m.experts + (_mlp_params(m, m.shared_ffn) if m.shared_ffn else 0)
     norms = 2 * h * (1 + b)
@@ -206,6 +227,16 @@ def check(model: ModelSpec, cfg: ParallelConfig, world_size: int | None = None) 
         e.append(f"dense_layers={model.dense_layers} must be < layers={model.layers}: a MoE keeps at least one MoE layer")
     elif model.is_moe and model.dense_ffn and not model.dense_layers:
         e.append(f"dense_ffn={model.dense_ffn} set with dense_layers=0: no layer has that MLP")
+    for k in ("kv_lora", "q_lora", "rope_dim", "v_head_dim"):
+        if getattr(model, k) < 0: e.append(f"model {k}={getattr(model, k)} must be >= 0")
+    if not model.kv_lora and (model.q_lora or model.rope_dim or model.v_head_dim):
+        e.append(f"q_lora={model.q_lora}, rope_dim={model.rope_dim}, v_head_dim={model.v_head_dim} describe multi-head latent "
+                 "attention: set kv_lora > 0 with them")
+    if model.kv_lora > 0:
+        if model.kv_heads not in (None, model.heads):
+            e.append(f"kv_heads={model.kv_heads} with MLA (kv_lora={model.kv_lora}): every head has its own key and value")
+        if not 0 <= model.rope_dim < model.head_dim:
+            e.append(f"rope_dim={model.rope_dim} must be < kv_channels={model.head_dim}: each head's key is its own part and the shared rotary part")
     if cfg.schedule not in SCHEDULES: e.append(f"schedule {cfg.schedule!r} unknown; use {', '.join(SCHEDULES)}")
     if cfg.recompute not in RECOMPUTE: e.append(f"recompute {cfg.recompute!r} unknown; use {', '.join(RECOMPUTE)}")
     if not 0 <= cfg.zero <= 3: e.append(f"zero={cfg.zero} must be 0, 1, 2 or 3")
@@ -295,6 +326,10 @@ def add_model_args(p: Parser):
     p.add_argument("--shared-ffn", type=int, default=None, help="MoE: width of the shared experts' MLP, summed (0: none)")
     p.add_argument("--dense-layers", type=int, default=None, help="MoE: leading layers with a dense MLP (DeepSeek: 1-3)")
     p.add_argument("--dense-ffn", type=int, default=None, help="MoE: the width of their MLP (0: --ffn-hidden)")
+    p.add_argument("--kv-lora", type=int, default=None, help="multi-head latent attention: rank of the compressed keys and values")
+    p.add_argument("--q-lora", type=int, default=None, help="MLA: rank of the queries' down-projection (0: none)")
+    p.add_argument("--rope-dim", type=int, default=None, help="MLA: width of the shared rotary key (part of --kv-channels)")
+    p.add_argument("--v-head-dim", type=int, default=None, help="MLA: width of one head's value (0: --kv-channels)")
     for k, what in MODEL_SWITCHES.items():
         p.add_argument(f"--{k}", action=argparse.BooleanOptionalAction, default=None, help=f"{what} (default: the preset's)")
 
@@ -305,7 +340,8 @@ def model_from_args(a, default: str = "tiny-gpt") -> ModelSpec:
                                  seq_len=a.seq, experts=a.experts, top_k=a.top_k, kv_heads=a.kv_heads,
                                  kv_channels=getattr(a, "kv_channels", None), window=getattr(a, "window", None),
                                  window_share=getattr(a, "window_share", None), shared_ffn=getattr(a, "shared_ffn", None),
-                                 dense_layers=getattr(a, "dense_layers", None), dense_ffn=getattr(a, "dense_ffn", None)).items()
+                                 dense_layers=getattr(a, "dense_layers", None), dense_ffn=getattr(a, "dense_ffn", None),
+                                 **{k: getattr(a, k, None) for k in ("kv_lora", "q_lora", "rope_dim", "v_head_dim")}).items()
           if v is not None}
     kw.update({k.replace("-", "_"): v for k in MODEL_SWITCHES if (v := getattr(a, k.replace("-", "_"), None)) is not None})
     if "hidden" in kw and "ffn_hidden" not in kw and not a.model: kw["ffn_hidden"] = 4 * kw["hidden"]

@@ -92,7 +92,7 @@ def _flags(model: ModelSpec, cfg: ParallelConfig) -> list[str]:
         if model.kv_heads: out += ["--kv-heads", str(model.kv_heads)]
         if model.kv_channels: out += ["--kv-channels", str(model.kv_channels)]
         if model.window: out += ["--window", str(model.window), "--window-share", str(model.window_share)]
-        for k in ("shared_ffn", "dense_layers", "dense_ffn"):
+        for k in ("shared_ffn", "dense_layers", "dense_ffn", "kv_lora", "q_lora", "rope_dim", "v_head_dim"):
             if getattr(model, k): out += [f"--{k.replace('_', '-')}", str(getattr(model, k))]
         out += [f"--{'' if getattr(model, k.replace('-', '_')) else 'no-'}{k}" for k in MODEL_SWITCHES]
     for ax in ("tp", "pp", "dp", "ep", "cp"):
