@@ -10,8 +10,8 @@ llm-foundry's 112 MPT rows (FSDP on A100 and H100, 125M-70B, 512-65k tokens; sup
 the table's fitted efficiencies: none of them was fitted. So are NVIDIA's DGX Cloud benchmarking recipes (70 NeMo runs on 8-2,304 H100s,
 BF16 and FP8; supernode_nb.cost.dgxc), on step time; beside them, the planner's pick for each of their clusters against the recipe's layout.
 And so are MindSpeed-LLM's 57 dense rows on Ascend 910B (tokens/s per NPU, 8-128 NPUs; supernode_nb.cost.mindspeed), at the efficiency
-the model gives a device it has no published runs for; beside them, the efficiency those rows alone would fit. Its four MoE rows
-(Mixtral 8x7B and 8x22B, Grok-1, MiniCPM-MoE) join the MoE rows above, out of sample (`moe_out_of_sample`).
+the model gives a device it has no published runs for; beside them, the efficiency those rows alone would fit. Its five MoE rows
+(Mixtral 8x7B and 8x22B, Grok-1, MiniCPM-MoE; DeepSeek-V2 with latent attention) join the MoE rows above, out of sample (`moe_out_of_sample`).
 Error = predicted / published - 1 on the row's own metric (TFLOP/s per GPU, seconds per iteration or tokens/s per GPU).
 Run: python benchmarks/published_runs.py
 """

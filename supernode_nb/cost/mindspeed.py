@@ -84,13 +84,13 @@ _ROWS = [
 # sliding windows: Mistral's script passes --sliding-window 4096, Gemma 2's --interleave-sliding-window 4096 (every other layer)
 _WINDOWS = {"mistral-7b-32k": (4096, 1.0), "gemma2-9b-8k": (4096, 0.5), "gemma2-27b-8k": (4096, 0.5)}
 
-def _run(name, npus, tok, layout, shape, flags, script, moe=(0, 0, 1)) -> PublishedRun:
+def _run(name, npus, tok, layout, shape, flags, script, moe=(0, 0, 1), extra=None) -> PublishedRun:
     (tp, pp, vpl, cp, mbs, gbs), (experts, top_k, ep) = layout, moe
     seq, L, h, ffn, a, g, kvc, V = shape
     win, share = _WINDOWS.get(name, (0, 1.0))
     m = ModelSpec(f"ms-{name}", layers=L, hidden=h, heads=a, kv_heads=g, ffn_hidden=ffn, vocab=V, seq_len=seq, gated_mlp="g" in flags,
                   tied_embeddings="t" in flags, bias="b" in flags, learned_pos="l" in flags, window=win, window_share=share,
-                  experts=experts, top_k=top_k, **({"kv_channels": kvc} if kvc else {}))
+                  experts=experts, top_k=top_k, **({"kv_channels": kvc} if kvc else {}), **(extra or {}))
     v = L // pp // vpl if vpl else 1
     c = _pc(tp=tp, pp=pp, cp=cp, dp=npus // (tp * pp * cp), ep=ep, micro_batch_size=mbs, global_batch_size=gbs, zero=int("z" in flags and npus > tp * pp),
             sequence_parallel=tp > 1, recompute="full" if "r" in flags else "none", schedule="interleaved" if v > 1 else "1f1b",
@@ -151,6 +151,9 @@ _MOE_ROWS = [
      "mcore/grok1/pretrain_grok1_40b_ptd.sh", (8, 2, 2)),
     ("minicpm-8x2b-4k", 8, 2981, (1, 4, 0, 1, 1, 128), (4096, 40, 2304, 5760, 36, 36, 0, 122753), "gtfzo",
      "mcore/minicpm/pretrain_minicpm_8x2b.sh", (8, 2, 2)),
+    ("deepseek2-60b-8k", 32, 1083, (1, 4, 2, 1, 1, 256), (8192, 16, 5120, 1536, 128, 128, 192, 102400), "gfzr",   # MLA, 2 shared
+     "mcore/deepseek2/pretrain_deepseek2_60b_8k_ptd.sh", (160, 6, 8),                                            # experts, first
+     dict(kv_lora=512, q_lora=1536, rope_dim=64, v_head_dim=128, shared_ffn=2 * 1536, dense_layers=1, dense_ffn=12288)),   # layer dense
 ]
 MINDSPEED_MOE_RUNS: list[PublishedRun] = [_run(*r) for r in _MOE_ROWS]
 
