@@ -125,6 +125,8 @@ def estimate(model: ModelSpec, cfg: ParallelConfig, topology: Topology | str = "
              dtype: str | None = None,           # fp32, bf16 or fp8; None: `resolve_dtype` (the config's, or the model's own)
              profile=None,                       # None (preset figures), "auto", a profile name, or a MachineProfile
              tp_overlap: bool = False,           # TP communication pipelined with the matmuls (Megatron --tp-comm-overlap)
+             ep_overlap: bool = False,           # MoE all-to-alls beside another micro-batch's compute (Megatron
+                                                 # --overlap-moe-expert-parallel-comm, DeepSeek's DualPipe)
              flash: bool = True,                 # flash attention; False: the b·a·s² scores written, read and kept (pre-2023 runs)
              fused: bool = True,                 # fused element-wise kernels; False: eager PyTorch (no torch.compile)
              attention: str = "native",          # attention kernels: native to the device (TE/cuDNN, FA3), or "fa2" (PyTorch
@@ -142,7 +144,7 @@ def estimate(model: ModelSpec, cfg: ParallelConfig, topology: Topology | str = "
     if prof is not None: src = f"profile {pname} (measured rates replace the efficiency)"
     C = _columns([cfg])
     links = _placement_links(placement, cfg) if placement is not None else _analytic_links(topo, C, cfg.order)
-    kw = dict(dtype=dt, profile=prof, tp_overlap=tp_overlap, flash=flash, fused=fused, attention=attention, loss=loss)
+    kw = dict(dtype=dt, profile=prof, tp_overlap=tp_overlap, flash=flash, fused=fused, attention=attention, loss=loss, ep_overlap=ep_overlap)
     r = _costs(model, C, topo, links, eff, dp_overlap, allow_uneven, **kw)
     f = lambda x: float(np.asarray(x).reshape(-1)[0])
     limit = mem_fraction * topo.chip.memory_bytes
@@ -281,6 +283,8 @@ def cli_estimate(argv: list[str]) -> int:
     p.add_argument("--allow-uneven", action="store_true", help="allow layers not divisible by pp × virtual stages")
     p.add_argument("--profile", default="auto", help="machine profile: auto (newest matching), a saved name, or none")
     p.add_argument("--tp-overlap", action="store_true", help="TP communication pipelined with the matmuls")
+    p.add_argument("--ep-overlap", action="store_true", help="MoE all-to-alls beside another micro-batch's compute "
+                   "(Megatron --overlap-moe-expert-parallel-comm, DualPipe)")
     p.add_argument("--no-flash", action="store_true", help="attention without flash: its scores written, read and kept")
     p.add_argument("--eager", action="store_true", help="element-wise kernels unfused (eager PyTorch, no torch.compile)")
     p.add_argument("--attention", choices=ATTENTION_KERNELS, default="native",
@@ -295,7 +299,7 @@ def cli_estimate(argv: list[str]) -> int:
     if not 0 <= a.dp_overlap <= 1: raise UsageError(f"{_PROG}: error: --dp-overlap {a.dp_overlap} must be in [0, 1]")
     if a.efficiency is not None and not 0 < a.efficiency <= 1: raise UsageError(f"{_PROG}: error: --efficiency {a.efficiency} must be in (0, 1]")
     try: e = estimate(model, cfg, a.topology, efficiency=a.efficiency, dp_overlap=a.dp_overlap, mem_fraction=a.mem_fraction,
-                     allow_uneven=a.allow_uneven, dtype=dtype, profile=None if a.profile == "none" else a.profile, tp_overlap=a.tp_overlap,
+                     allow_uneven=a.allow_uneven, dtype=dtype, profile=None if a.profile == "none" else a.profile, tp_overlap=a.tp_overlap, ep_overlap=a.ep_overlap,
                      flash=not a.no_flash, fused=not a.eager, attention=a.attention, loss=a.loss)
     except ConfigError as err:
         emit({"ok": False, "errors": err.errors}, a.json, "not ok:\n" + "\n".join(f"  - {x}" for x in err.errors)); return 1

@@ -281,6 +281,8 @@ def _comm(model, C, mem, links, t, o):
     counts = ct("all_to_all", 8.0 * max(model.experts, 1), "ep")          # each forward first swaps its per-expert token counts
     out["ep"] = np.where((ep > 1) & model.is_moe, m * Ls * model.moe_layers / model.layers * ((4 + 2 * (rc == 2)) * ct("ep_dispatch", a2a, "ep")   # a profile adds its
                                                              + (1 + (rc == 2)) * counts), 0)                    # measured imbalance
+    if o.get("ep_overlap") and o["profile"] is None:   # each micro-batch's exchanges beside another's compute (Megatron's batch-level
+        out["ep"] = np.where(m >= 2, X(out["ep"], (m - 1) * t["t_mb"]), out["ep"])   # overlap, DualPipe): one needs a second in flight
     if o["profile"] is not None:      # a real step's blocking waits over the microbenchmark's price, as the profile measured them
         ws = _vec(lambda r: o["profile"].wait_scale(int(r)))(o["rph"])
         out["tp"], out["cp"], out["ep"] = out["tp"] * ws, out["cp"] * ws, out["ep"] * ws
@@ -316,7 +318,7 @@ def collectives_per_step(model: ModelSpec, cfg: ParallelConfig) -> dict:
 
 def _costs(model: ModelSpec, C: dict, topo: Topology, links: dict, efficiency, dp_overlap: float = 1.0, allow_uneven: bool = False, *,
            dtype: str = "bf16", profile=None, tp_overlap=False, flash=True, fused=True, selective_mm=0.0, zero3_regather=True,
-           moe_host_s=None, cp_merge=True, zero3_flat=False, attention="native", contention=None, loss="megatron") -> dict:
+           moe_host_s=None, cp_merge=True, zero3_flat=False, attention="native", contention=None, loss="megatron", ep_overlap=False) -> dict:
     "Memory (first and last stage, by category) and step time (by part) of the configurations in columns `C`."
     if loss not in LOSS_BYTES: raise ValueError(f"loss {loss!r} unknown; use one of {', '.join(LOSS_BYTES)}")
     if dtype == "fp8" and profile is not None:
@@ -332,7 +334,7 @@ def _costs(model: ModelSpec, C: dict, topo: Topology, links: dict, efficiency, d
     hide = 1.0 if profile is None else _vec(lambda r: profile.hidden(int(r)))(rph)   # the share of it this machine hides
     qa = 1.0 if profile is None else _vec(lambda r: profile.queued_alone(int(r)))(rph)   # queued calls side by side, and hidden: of their
     qh = hide if profile is None else np.clip(1 - _vec(lambda r: profile.queued(int(r)))(rph) / qa, 0, 1)   # queued time, what compute hides
-    o = dict(dp_overlap=dp_overlap, hide=hide, qhide=qh, qalone=qa, tp_overlap=np.asarray(tp_overlap), profile=profile, dtype=dtype, rph=rph, flash=flash, fused=fused,
+    o = dict(dp_overlap=dp_overlap, hide=hide, qhide=qh, qalone=qa, tp_overlap=np.asarray(tp_overlap), ep_overlap=ep_overlap, profile=profile, dtype=dtype, rph=rph, flash=flash, fused=fused,
              selective_mm=selective_mm, regather=zero3_regather, engine=engine, moe_host_s=MOE_HOST_S if moe_host_s is None else moe_host_s, cp_merge=cp_merge,
              zero3_flat=zero3_flat, loss_bytes=LOSS_BYTES[loss], attn_slow=attention_slowdown(topo.chip, attention) if profile is None else 1.0,
              bucket=ENGINE_BUCKET_BYTES if engine == "supernode_nb" else DDP_BUCKET_BYTES,
