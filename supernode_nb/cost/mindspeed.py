@@ -133,7 +133,7 @@ def evidence_band(chip: str,        # the device an estimate prices (`Chip.name`
     if moe:
         r = moe_misses()
         return _band(tuple(abs(100 * (x - 1)) for x in r.values()), f"MoE: out of sample over {len(r)} published MoE runs, "
-                     f"Megatron-Core and Megatron-Bridge on H100 and MindSpeed-LLM on Ascend 910B; {sum(x > 1 for x in r.values())} "
+                     f"Megatron-Core and Megatron-Bridge on H100, DeepSeek-V3 on H800, MindSpeed-LLM on Ascend 910B; {sum(x > 1 for x in r.values())} "
                      "priced too fast")
     e = () if _loo_abs(chip)[1] else _out_of_sample_abs(chip)
     if not e: return published_band(chip)
@@ -159,7 +159,7 @@ MINDSPEED_MOE_RUNS: list[PublishedRun] = [_run(*r) for r in _MOE_ROWS]
 
 @functools.lru_cache(maxsize=None)
 def moe_misses() -> dict:
-    "Predicted ÷ published throughput of every published MoE run the model was not fitted on: Megatron-Core's and Megatron-Bridge's H100 rows"
-    "(`published.MOE_RUNS` less `MOE_FIT_RUNS`) and MindSpeed-LLM's (`MINDSPEED_MOE_RUNS`)."
+    "Predicted ÷ published throughput of every published MoE run the model was not fitted on: Megatron-Core's and Megatron-Bridge's H100"
+    "rows and DeepSeek-V3's (`published.MOE_RUNS` less `MOE_FIT_RUNS`), and MindSpeed-LLM's (`MINDSPEED_MOE_RUNS`)."
     runs = [r for r in MOE_RUNS if r not in MOE_FIT_RUNS] + MINDSPEED_MOE_RUNS
     return {r.name: round(float(predict_run(r)) / r.value, 3) for r in runs}

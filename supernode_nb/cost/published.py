@@ -40,6 +40,7 @@ class PublishedRun:
     zero3_flat: bool = False      # ZeRO-3's gathers reach one NIC per rank (DeepSpeed 2021); False: NCCL's rings, as FSDP's flat parameters
     loss: str = "megatron"        # how the loss over the vocabulary is written (`steptime.LOSS_BYTES`): Megatron's unfused by default
     attention: str = "native"     # attention kernels: native to the device (TE/cuDNN, FA3), or "fa2" (PyTorch SDPA's flash, Triton)
+    ep_overlap: bool = False      # MoE all-to-alls beside another micro-batch's compute (DeepSeek's DualPipe, Megatron's batch-level overlap)
 
     def topo(self) -> Topology:
         t = topology_for(self.topology, self.config.world_size)
@@ -239,6 +240,9 @@ _QWEN3_30B = ModelSpec("qwen3-30b-a3b", layers=48, hidden=2048, heads=32, kv_hea
 _GPT_OSS = ModelSpec("gpt-oss-120b", layers=36, hidden=2880, heads=64, kv_heads=8, kv_channels=64, ffn_hidden=2880, vocab=201088,
                      seq_len=4096, experts=128, top_k=4, gated_mlp=True, bias=True, learned_pos=False,
                      window=128, window_share=0.5)   # every other layer attends to a band of 128 tokens (its model card)
+_DSV3 = ModelSpec("deepseek-v3", layers=61, hidden=7168, heads=128, kv_channels=192, kv_lora=512, q_lora=1536, rope_dim=64, v_head_dim=128,
+                  ffn_hidden=2048, experts=256, top_k=8, shared_ffn=2048, dense_layers=3, dense_ffn=18432, vocab=129280, seq_len=4096,
+                  gated_mlp=True, bias=False, learned_pos=False)   # its config.json; 671B parameters, 37B active (`config`)
 def _mb_moe(name, model, n, gbs, mbs, pp, vp, ep, val, release, fp8, system="DGX-H100", topology=_H100P):
     c = _pc(dp=n // pp, pp=pp, ep=ep, micro_batch_size=mbs, global_batch_size=gbs, zero=1, schedule="interleaved" if vp > 1 else "1f1b",
             virtual_stages=vp, reduce_dtype="fp32")
@@ -259,7 +263,15 @@ MOE_RUNS: list[PublishedRun] = [   # the GB200/B200 rows (MOE_FIT_RUNS) fit `MOE
                      reduce_dtype="fp32"), _H100P, "tflops_per_device", 438.0,
                  "Megatron-LM megatron/core/transformer/moe/README.md at 0b4c4cfced (MCore v0.8): 438 TFLOPS per GPU, and its "
                  "reference mapping for MCore v0.8", "64 H100s, TP 1, EP 8, PP 4, VP 8 (one layer per chunk), dropless all-to-all, "
-                 "grouped GEMM, BF16, distributed optimizer", allow_uneven=True, flash=True)]
+                 "grouped GEMM, BF16, distributed optimizer", allow_uneven=True, flash=True),
+    PublishedRun("deepseek-v3", _DSV3, _pc(dp=128, pp=16, ep=64, micro_batch_size=1, global_batch_size=15360, zero=1, schedule="zb-h1",
+                                           reduce_dtype="fp32"), _H100P, "tokens_per_s_per_device", 1e12 / (180e3 * 3600),
+                 "DeepSeek-V3 technical report (arXiv 2412.19437): 180K H800 GPU hours per trillion tokens on 2,048 H800s (§1, Table 1); "
+                 "PP 16, EP 64 over 8 nodes, ZeRO-1 (§3.2); 4K tokens, batch 15,360 after its ramp (§4.2); FP8 (§3.3)",
+                 "an H800 priced as an H100 (the same compute and memory; less NVLink, which EP over 8 nodes does not lean on); "
+                 "DualPipe as a zero-bubble schedule with the all-to-alls beside the other micro-batches' compute; node-limited "
+                 "routing, the multi-token-prediction module and the batch ramp not priced; its 61 layers split unevenly",
+                 allow_uneven=True, flash=True, fp8_linear=True, ep_overlap=True)]
 MOE_FIT_RUNS: list[PublishedRun] = [r for r in MOE_RUNS if r.topology != _H100P]
 
 # %% ../../nbs/10_cost/17_published.ipynb #ad7c144a
@@ -278,7 +290,7 @@ def predict_run(run: PublishedRun,   # the run
     r = _costs(run.model, C, topo, _analytic_links(topo, C, run.config.order), eff, run.dp_overlap, run.allow_uneven,
                dtype="fp8" if run.fp8_linear else run.config.dtype, tp_overlap=run.tp_overlap, flash=run.flash, fused=run.fused,
                selective_mm=run.selective_mm, zero3_regather=run.zero3_regather, moe_host_s=moe_host_s,
-               cp_merge=run.cp_merge, zero3_flat=run.zero3_flat, attention=run.attention, loss=run.loss)
+               cp_merge=run.cp_merge, zero3_flat=run.zero3_flat, attention=run.attention, loss=run.loss, ep_overlap=run.ep_overlap)
     return _metric(run, r).reshape(np.shape(efficiency) if efficiency is not None else ())
 
 def _log_errors(runs, effs) -> np.ndarray:
