@@ -1,4 +1,4 @@
-"""Huawei's MindSpeed-LLM published throughput tables, measured on Ascend 910B (Atlas 900 A2 PODc): 57 dense models from 0.5B to 176B on 8–128 NPUs, priced out of sample, and 4 MoE models priced beside them. The cost model was never fitted to an Ascend device.
+"""Huawei's MindSpeed-LLM published throughput tables, measured on Ascend 910B (Atlas 900 A2 PODc): 57 dense models from 0.5B to 176B on 8–128 NPUs, priced out of sample, and 5 MoE models priced beside them. The cost model was never fitted to an Ascend device.
 
 Docs: https://supernode-nb.github.io/supernode_nb/10_cost/mindspeed.html.md"""
 
