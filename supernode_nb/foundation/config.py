@@ -236,7 +236,7 @@ def check(model: ModelSpec, cfg: ParallelConfig, world_size: int | None = None) 
         if model.kv_heads not in (None, model.heads):
             e.append(f"kv_heads={model.kv_heads} with MLA (kv_lora={model.kv_lora}): every head has its own key and value")
         if not 0 <= model.rope_dim < model.head_dim:
-            e.append(f"rope_dim={model.rope_dim} must be < kv_channels={model.head_dim}: each head's key is its own part and the shared rotary part")
+            e.append(f"rope_dim={model.rope_dim} must be < kv_channels={model.head_dim}: a head's key is its own part plus the shared rotary part")
     if cfg.schedule not in SCHEDULES: e.append(f"schedule {cfg.schedule!r} unknown; use {', '.join(SCHEDULES)}")
     if cfg.recompute not in RECOMPUTE: e.append(f"recompute {cfg.recompute!r} unknown; use {', '.join(RECOMPUTE)}")
     if not 0 <= cfg.zero <= 3: e.append(f"zero={cfg.zero} must be 0, 1, 2 or 3")
