@@ -72,12 +72,11 @@ def _caveats(model, cfg, profile) -> list[str]:
     from supernode_nb.cost.published import known_misses
     k, out, rng = known_misses(), [], lambda xs: f"{min(xs):.1f}–{max(xs):.1f}×"
     if model.is_moe:                                       # every published MoE run it was not fitted on (`mindspeed.moe_misses`)
-        from supernode_nb.cost.mindspeed import moe_misses
+        from supernode_nb.cost.mindspeed import moe_misses, MOE_EVIDENCE
         r = list(moe_misses().values())
         fast = sum(x > 1 for x in r)
-        out.append(f"MoE: on {len(r)} published MoE runs its host-bound dispatch term was not fitted on (Megatron-Core and "
-                   "Megatron-Bridge on H100: Mixtral 8x7B, Qwen3-30B-A3B, GPT-OSS-120B; DeepSeek-V3 on H800; MindSpeed-LLM on Ascend 910B: Mixtral 8x7B "
-                   f"and 8x22B, Grok-1, MiniCPM-MoE, DeepSeek-V2), this model's throughput was {rng(r)} the published, too fast on {fast} of them"
+        out.append(f"MoE: on {len(r)} published MoE runs its host-bound dispatch term was not fitted on ({MOE_EVIDENCE}), "
+                   f"this model's throughput was {rng(r)} the published, too fast on {fast} of them"
                    + (": read the step time as a likely lower bound" if fast > len(r) / 2 else ""))
     if cfg.cp >= 4 and max(abs(x - 1) for x in k["cp_ge_4"]) > CAVEAT_MISS:   # quoted only while the rows still miss
         out.append(f"cp={cfg.cp}: on torchtitan's published long-context runs at cp 4 and 8 this model was {rng(k['cp_ge_4'])} "

@@ -27,7 +27,7 @@ def _counts(m: ModelSpec) -> dict:
     attn = _attn_params(m)
     mlp = lambda w: _mlp_params(m, w) if w else 0
     router = h * m.experts if m.is_moe else 0
-    share = m.moe_layers / m.layers if m.is_moe and m.layers else 0.0     # the share of the layers with experts
+    share = m.moe_share
     df = m.dense_ffn or f
     return dict(dense=attn + 2 * h * (1 + b) + router + (mlp(m.shared_ffn) if m.is_moe else mlp(f)),   # per layer, sharded by tp
                 expert=m.experts * mlp(f) if m.is_moe else 0,                          # per layer, sharded by tp × ep
@@ -35,7 +35,7 @@ def _counts(m: ModelSpec) -> dict:
                 emb=m.vocab * h + (m.seq_len * h if m.learned_pos else 0), head=m.vocab * h, fnorm=h * (1 + b),
                 lin=_attn_mats(m) + (share * (m.top_k * mats * h * f + router + mats * h * m.shared_ffn) + (1 - share) * mats * h * df
                                               if m.is_moe else mats * h * f),
-                router=share * router, moe_share=share)
+                router=share * router)
 
 def _code(x, table: dict, what: str):
     "Integer codes of names in `table` (arrays of codes pass through); a clear error for unknown names."
@@ -117,7 +117,7 @@ def _memory(model: ModelSpec, C: dict, c: dict, allow_uneven: bool, w=None,
     edp = np.maximum(D // ep, 1)
     Ls = np.ceil(model.layers / (pp * v)) * v if allow_uneven else model.layers / pp
     head = c["head"] if not model.tied_embeddings else np.where(pp > 1, c["head"], 0)
-    nd = model.layers - model.moe_layers if model.is_moe else 0      # a MoE's leading dense layers: on the first stage
+    nd = model.dense_layers if model.is_moe else 0                   # a MoE's leading dense layers: on the first stage
     nd_first, nd_last = np.minimum(nd, Ls), np.where(pp > 1, np.clip(nd - (model.layers - Ls), 0, Ls), np.minimum(nd, Ls))
     Pd_layers = lambda n: ((Ls - n) * c["dense"] + n * c["dense_layer"]) / tp
     Pe_first, Pe_last = ((Ls - n) * c["expert"] / (tp * ep) for n in (nd_first, nd_last))

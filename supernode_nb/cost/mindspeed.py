@@ -12,7 +12,8 @@ from .published import (PublishedRun, predict_run, fit_efficiency, published_ban
                                          MOE_FIT_RUNS)
 
 # %% auto #0
-__all__ = ['MINDSPEED_RUNS', 'MINDSPEED_MOE_RUNS', 'mindspeed_errors', 'fit_ascend', 'evidence_band', 'moe_misses']
+__all__ = ['MINDSPEED_RUNS', 'MINDSPEED_MOE_RUNS', 'MOE_EVIDENCE', 'mindspeed_errors', 'fit_ascend', 'evidence_band',
+           'moe_misses']
 
 # %% ../../nbs/10_cost/19a_mindspeed.ipynb #c6d6b7e5
 _SRC = ("MindSpeed-LLM README.md at v1.0.RC3.0 (31100602dc), 性能 column: tokens/s per NPU on Atlas 900 A2 PODc "
@@ -133,8 +134,7 @@ def evidence_band(chip: str,        # the device an estimate prices (`Chip.name`
     if moe:
         r = moe_misses()
         return _band(tuple(abs(100 * (x - 1)) for x in r.values()), f"MoE: out of sample over {len(r)} published MoE runs, "
-                     f"Megatron-Core and Megatron-Bridge on H100, DeepSeek-V3 on H800, MindSpeed-LLM on Ascend 910B; {sum(x > 1 for x in r.values())} "
-                     "priced too fast")
+                     f"{MOE_EVIDENCE}; {sum(x > 1 for x in r.values())} priced too fast")
     e = () if _loo_abs(chip)[1] else _out_of_sample_abs(chip)
     if not e: return published_band(chip)
     return _band(e, f"out of sample over {len(e)} MindSpeed-LLM runs on {chip}, whose efficiency is uncalibrated")
@@ -156,6 +156,9 @@ _MOE_ROWS = [
      dict(kv_lora=512, q_lora=1536, rope_dim=64, v_head_dim=128, shared_ffn=2 * 1536, dense_layers=1, dense_ffn=12288)),   # layer dense
 ]
 MINDSPEED_MOE_RUNS: list[PublishedRun] = [_run(*r) for r in _MOE_ROWS]
+
+MOE_EVIDENCE = ("Megatron-Core and Megatron-Bridge on H100 (Mixtral 8x7B, Qwen3-30B-A3B, GPT-OSS-120B), DeepSeek-V3 on H800, "
+                "MindSpeed-LLM on Ascend 910B (Mixtral 8x7B and 8x22B, Grok-1, MiniCPM-MoE, DeepSeek-V2)")   # whose runs `moe_misses` prices
 
 @functools.lru_cache(maxsize=None)
 def moe_misses() -> dict:

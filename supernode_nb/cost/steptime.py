@@ -199,7 +199,7 @@ def _compute(model, C, c, mem, rate, hbm_GBps, o):
     t_logits = o.get("loss_bytes", LOSS_BYTES["megatron"]) * T * model.vocab / tp / bw   # the loss over the vocabulary, forward and backward
     if o["profile"] is not None: e_pass, t_logits = 0.0, 0.0 # a profile's per-operator cost holds the element-wise work
     c_f, c_b = (Ls * x / bw for x in _fp8_cast_bytes(model, mbs, tp, cp, C["ep"])) if fp8 else (0.0, 0.0)
-    hold = Ls * c["moe_share"] * o.get("moe_host_s", MOE_HOST_S) * (model.is_moe and o.get("engine") == "megatron")   # host-bound MoE dispatch
+    hold = Ls * model.moe_share * o.get("moe_host_s", MOE_HOST_S) * (model.is_moe and o.get("engine") == "megatron")   # host-bound MoE dispatch
     m_f, m_b = (0.0, 0.0) if o["profile"] is not None or not o.get("cp_merge", True) else (Ls * x / bw for x in _cp_merge_bytes(model, mbs, tp, cp, w))
     t_mb = (t_mm + Ls * e_pass * (1 + (1 if o.get("fused", True) else EAGER_BACKWARD) + (rc == 2)) + t_logits + c_f * (1 + (rc == 2)) + c_b
             + hold + m_f * (1 + (rc == 2)) + m_b)
@@ -279,7 +279,7 @@ def _comm(model, C, mem, links, t, o):
                           [tail(ar, t["t_bwd"]), z1, (tail(rs2, t["t_bwd"], 1 / nd, qh, qa) + (m - 1) * tail(rs2, t["t_mb"], 1 / nd, qh, qa) + qa * ag2 if eng else m * tail(rs2, t["t_bwd"], last) + hid(ag2, t["t_fwd"]))],
                           m * (hid(ag3, t["t_fwd"]) + hid(ag3 * (1 + (rc == 2) * o.get("regather", True)) + (not pr) * rs3, t["t_bwd"]) + pr * ((m - 1) * hid(qa * rs3, t["t_mb"], qh) + hid(qa * rs3, t["t_bwd"], qh)) / m))
     counts = ct("all_to_all", 8.0 * max(model.experts, 1), "ep")          # each forward first swaps its per-expert token counts
-    out["ep"] = np.where((ep > 1) & model.is_moe, m * Ls * model.moe_layers / model.layers * ((4 + 2 * (rc == 2)) * ct("ep_dispatch", a2a, "ep")   # a profile adds its
+    out["ep"] = np.where((ep > 1) & model.is_moe, m * Ls * model.moe_share * ((4 + 2 * (rc == 2)) * ct("ep_dispatch", a2a, "ep")   # a profile adds its
                                                              + (1 + (rc == 2)) * counts), 0)                    # measured imbalance
     if o.get("ep_overlap") and o["profile"] is None:   # each micro-batch's exchanges beside another's compute (Megatron's batch-level
         out["ep"] = np.where(m >= 2, X(out["ep"], (m - 1) * t["t_mb"]), out["ep"])   # overlap, DualPipe): one needs a second in flight

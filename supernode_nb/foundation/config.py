@@ -58,6 +58,8 @@ class ModelSpec:
     @property
     def moe_layers(self) -> int: return self.layers - self.dense_layers if self.is_moe else 0
     @property
+    def moe_share(self) -> float: return self.moe_layers / self.layers if self.layers else 0.0   # the share of the layers with experts
+    @property
     def v_dim(self) -> int: return self.heads * (self.v_head_dim or self.head_dim)   # width of the values and the attention's output
     @property
     def core_dim(self) -> float: return (self.q_dim + self.v_dim) / 2   # the attention core's mean width: 4·s·core_dim FLOPs per token
