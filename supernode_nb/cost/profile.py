@@ -46,6 +46,7 @@ class MachineProfile:
     backend: str = ""              # the collectives' backend (gloo, nccl, hccl): its algorithms price them ("": the cheapest)
     waits: dict = field(default_factory=dict)      # str(ranks on the host) -> a supervised run's blocking waits over their price from `links`
     background_cores: float = 0.0  # cores other processes keep busy on the host (`loaded`); the ranks share the rest
+    skew_phase_s: dict = field(default_factory=dict)  # str(ranks on the host) -> the phase (s) `skew` was measured after
 
     def to_dict(self) -> dict: return asdict(self)
     @classmethod
@@ -195,15 +196,19 @@ def penalty(self: MachineProfile, ranks_per_host: int = 1) -> float:
 def wait_scale(self: MachineProfile, ranks_per_host: int = 1) -> float:
     "Blocking collectives' waits in a real training step over their price from the `links` fits (1.0 unmeasured): a"
     "microbenchmark times calls back to back, a step issues each after compute, to a peer whose threads may be asleep."
-    "Only where each rank has a core of its own: beyond that, ranks take turns on the cores and the fits, timed with as"
-    "many ranks, already hold the wait for a peer that is not running."
+    "Where more ranks than cores take turns on them, only a world that was measured: the factor moves with how the"
+    "ranks share the cores, so a world of 8 on 2 cores is not priced from one of 4 (1.0, the fits, unmeasured)."
+    if str(int(ranks_per_host)) in self.waits: return float(self.waits[str(int(ranks_per_host))])
     if self.kind == "cpu" and ranks_per_host > self.devices: return 1.0
     return _nearest(self.waits, ranks_per_host, 1.0)
 
 @patch
-def sync_wait(self: MachineProfile, compute_s: float, ranks_per_host: int = 1) -> float:
-    "Seconds a rank waits at a sync point after `compute_s` of compute on every rank (ranks sharing cores finish apart)."
-    return 0.0 if ranks_per_host <= 1 else compute_s * _nearest(self.skew, ranks_per_host, 0.0)
+def sync_wait(self: MachineProfile, elapsed_s: float, ranks_per_host: int = 1) -> float:
+    "Seconds a rank waits at a sync point after `elapsed_s` on every rank since they last met (ranks sharing cores finish"
+    "apart). Each rank's progress is a sum of the scheduler's independent turns, so how far two drift apart grows as the"
+    "square root of the time: `skew` × phase was measured after a phase of `skew_phase_s` (0.02 s unrecorded)."
+    if ranks_per_host <= 1: return 0.0
+    return _nearest(self.skew, ranks_per_host, 0.0) * math.sqrt(max(elapsed_s, 0.0) * _nearest(self.skew_phase_s, ranks_per_host, 0.02))
 
 @patch
 def co_scheduled(self: MachineProfile, ranks_per_host: int = 1) -> float:

@@ -286,8 +286,9 @@ def _comm(model, C, mem, links, t, o):
     if o["profile"] is not None:      # a real step's blocking waits over the microbenchmark's price, as the profile measured them
         ws = _vec(lambda r: o["profile"].wait_scale(int(r)))(o["rph"])
         out["tp"], out["cp"], out["ep"] = out["tp"] * ws, out["cp"] * ws, out["ep"] * ws
-        # the step's gradient sync waits for the last replica to finish its compute (a pipeline
-        sync = _vec(lambda c_, r: o["profile"].sync_wait(c_, int(r)))(m * t["t_mb"], o["rph"])   # staggers its stages: its waits
+        # the step's gradient sync waits for the last replica, apart since the step began: compute and the waits of
+        ahead = m * t["t_mb"] + out["tp"] + out["ep"]     # tp and ep, where the ranks take turns on the cores too (a pipeline
+        sync = _vec(lambda c_, r: o["profile"].sync_wait(c_, int(r)))(ahead, o["rph"])   # staggers its stages: its waits
         sync, ring = np.where((C["dp"] > 1) & (pp == 1), sync, 0), C["cp"] > 1   # are bubble); under cp the ranks first meet at
         out["dp"], out["cp"] = out["dp"] + np.where(ring, 0, sync), out["cp"] + np.where(ring, sync, 0)   # a ring shift: they wait there
     return out

@@ -211,9 +211,10 @@ def _supervised_step_s(m: ModelSpec, proc: dict, mem: float, gbs: int = 4, runs:
 # %% ../../nbs/40_runtime/45_calibrate.ipynb #beac6e9e
 WAIT_PROBES = {2: dict(tp=2, global_batch_size=2), 4: dict(dp=2, tp=2, global_batch_size=4)}   # world -> the layout timed
 
-def _supervised_waits(m: ModelSpec, prof: MachineProfile, worlds, runs: int = 2, steps: int = 5) -> dict:
+def _supervised_waits(m: ModelSpec, prof: MachineProfile, worlds, runs: int = 2, steps: int = 16, skip: int = 2) -> dict:
     "{'waits': {str(world): measured / priced tp waits}, 'detail'}: small tp layouts run supervised (`WAIT_PROBES`), the"
-    "median of `runs` runs' tp waits per step set against `prof`'s price for them (its `waits` left out). Clipped to ×0.5–3."
+    "median of `runs` runs' tp waits per step (each a median over `steps` less `skip` warm-up ones) set against `prof`'s"
+    "price for them (its `waits` left out). Clipped to ×0.5–3."
     from supernode_nb.foundation.config import ParallelConfig
     from supernode_nb.runtime.probes import measure
     from supernode_nb.cost.costmodel import estimate
@@ -221,7 +222,7 @@ def _supervised_waits(m: ModelSpec, prof: MachineProfile, worlds, runs: int = 2,
     base, waits, det = replace(prof, waits={}), {}, {}
     for w in (w for w in worlds if w in WAIT_PROBES):
         cfg = ParallelConfig(**WAIT_PROBES[w])
-        try: meas = [measure(m, cfg, steps=steps, skip=1)["comm_s"].get("tp", 0.0) for _ in range(runs)]
+        try: meas = [measure(m, cfg, steps=steps, skip=skip)["comm_s"].get("tp", 0.0) for _ in range(runs)]
         except RunFailed as e: det[str(w)] = dict(layout=WAIT_PROBES[w], failed=str(e)); continue   # a lost rank: unmeasured
         priced = float(estimate(m, cfg, "local", profile=base, advise=False).breakdown["comm_s"].get("tp", 0.0))
         if priced <= 0 or min(meas) <= 0: continue
@@ -235,7 +236,7 @@ def _to_idle(r: dict, cores: int, world: int) -> dict:
     f = left_by(cores, r.get("background_cores") or 0.0, world)
     if f >= 1.0: return r
     return dict(r, share=None if r.get("share") is None else min(1.0, r["share"] / f), penalty_s=r["penalty_s"] * f,
-                rows=[dict(x, time_s=x["time_s"] * f) for x in r["rows"]])
+                skew_phase_s=r.get("skew_phase_s", 0.02) * f, rows=[dict(x, time_s=x["time_s"] * f) for x in r["rows"]])
 
 # %% ../../nbs/40_runtime/45_calibrate.ipynb #bbfd9ad9
 def calibrate(quick: bool = False,              # 2 and 4 ranks, fewer sizes and calls (< 15 s)
@@ -269,7 +270,7 @@ def calibrate(quick: bool = False,              # 2 and 4 ranks, fewer sizes and
     phases = {"one process": round(time.monotonic() - t0, 1)}
     devices = cores if kind == "cpu" else (torch.cuda.device_count() if kind == "cuda" else torch.npu.device_count())
     backend = {"cpu": "gloo", "cuda": "nccl", "npu": "hccl"}[kind]
-    shares, links, rows, penalty, overlap, queue, alone, in_rank, skew, background, assumed = {}, {}, [], {}, {}, {}, {}, {}, {}, {}, []
+    shares, links, rows, penalty, overlap, queue, alone, in_rank, skew, background, assumed, phase = {}, {}, [], {}, {}, {}, {}, {}, {}, {}, [], {}
     sizes = (4 << 10, 1 << 20) if quick else (4 << 10, 64 << 10, 1 << 20)   # quick: the ends; 256 KB often hid the bandwidth
     preset_bw = get_topology("local").levels[0].bandwidth_GBps if kind == "cpu" else None   # where sizes hide the bandwidth
     ops = ("all_reduce", "all_to_all", "send_recv", "handoff") + (() if quick else ("all_gather", "reduce_scatter"))
@@ -284,7 +285,7 @@ def calibrate(quick: bool = False,              # 2 and 4 ranks, fewer sizes and
         if kind == "cpu": background[str(w)] = r.get("background_cores", 0.0); r = _to_idle(r, cores, w)
         if r["share"] is not None: shares[str(w)] = r["share"]
         if r.get("fwd_bwd_s"): in_rank[str(w)] = r["fwd_bwd_s"]
-        penalty[str(w)], overlap[str(w)], skew[str(w)] = r["penalty_s"], r["overlap"], r["skew"]
+        penalty[str(w)], overlap[str(w)], skew[str(w)], phase[str(w)] = r["penalty_s"], r["overlap"], r["skew"], r["skew_phase_s"]
         queue[str(w)], alone[str(w)] = r["queue"], r["queue_alone"]
         fitted, unmeasured = _fit_rows(w, r["rows"], gs, ops, backend, preset_bw)
         links.update(fitted); assumed += unmeasured; rows += [dict(x, world=w) for x in r["rows"]]
@@ -307,10 +308,10 @@ def calibrate(quick: bool = False,              # 2 and 4 ranks, fewer sizes and
                           {level: links} if links else {}, ep_imbalance("tiny-moe", 2), proc["region_s"], proc["recompute_op_s"],
                           penalty, overlap, queue, alone, skew, round(os.getloadavg()[0], 2),
                           dict(proc["detail"], model=m.name, link_rows=rows, bandwidth_assumed=assumed, background_cores=background, probe_s=statistics.median(probes), probes_s=probes, seconds=round(time.monotonic() - t0, 1), phase_s=phases,
-                               threads_per_rank=1, backend=backend), backend=backend)
+                               threads_per_rank=1, backend=backend), backend=backend, skew_phase_s=phase)
     if kind == "cpu":                                     # blocking waits in a real step over their price from the fits
-        probed = [w for w in worlds if w in WAIT_PROBES and w <= cores][:1 if quick else None]   # quick: the smallest
-        sw = _supervised_waits(m, prof, probed, runs=1, steps=4 if quick else 6)
+        probed = [w for w in worlds if w in WAIT_PROBES][:1 if quick else None]   # quick: the smallest
+        sw = _supervised_waits(m, prof, probed, runs=1 if quick else 2, steps=4 if quick else 12, skip=1 if quick else 2)
         say(f"a supervised step's tp waits over their price, per world: {sw['waits']}")
         prof = replace(prof, waits=sw["waits"], detail=dict(prof.detail, waits=sw["detail"], seconds=round(time.monotonic() - t0, 1)))
     return prof

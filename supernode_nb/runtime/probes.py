@@ -57,7 +57,7 @@ def contention_worker(rank: int, world_size: int, model: dict, rounds: int = 3, 
 # %% ../../nbs/40_runtime/45_probes.ipynb #b72e5fc1
 def interference_worker(rank: int, world_size: int, model: dict, calls: int = 20, nbytes: int = 1 << 20,
                         phase_s: float = 0.02,    # the compute phase before a sync point, for `skew`
-                        samples: int = 12,   # interleaved samples of `overlap` and `skew`
+                        samples: int = 12,   # interleaved samples of `overlap` (twice as many of `skew`)
                         queued: int = 8, queue_budget_s: float = 0.8,   # `queue`: calls, seconds spent
                         rounds: int = 3, min_samples: int = 3) -> dict | None:   # `penalty_s`'s rounds; `queue`'s fewest samples
     "Worker: what communicating costs the compute beside it. `penalty_s`: the time one layer's forward takes right after"
@@ -65,7 +65,7 @@ def interference_worker(rank: int, world_size: int, model: dict, calls: int = 20
     "to cold caches and gloo's threads winding down); `overlap`: of an async all_reduce of `nbytes` and layer forwards"
     "of about its length run together, the share of the shorter one hidden ((t_ar + t_work − t_both) / min); `skew`: the"
     "wait at a sync point after `phase_s` of compute on every rank, beyond the collective itself, per second of the phase"
-    "(ranks sharing cores finish a phase at different times); `queue`: of `queued` reduce-scatters of `nbytes` / 4 issued"
+    "(ranks sharing cores finish a phase at different times), and that phase as run (`skew_phase_s`); `queue`: of `queued` reduce-scatters of `nbytes` / 4 issued"
     "async back to back (as ZeRO's backward issues them) with layer forwards about as long as they take one by one run"
     "beside them, the share left exposed ((t_both − t_work) / t_one_by_one): the median of interleaved samples, as many"
     "as fit in `queue_budget_s` (`min_samples` to 30); `queue_alone`: the same calls queued with no compute beside them, over one by one"
@@ -101,7 +101,7 @@ def interference_worker(rank: int, world_size: int, model: dict, calls: int = 20
         hidden.append((a + w_ - b) / max(min(a, w_), 1e-9))
     dist.barrier(); t_small = statistics.median([timed(lambda: c.all_reduce(small, "bench")) for _ in range(samples)])
     kp, waits, phases = max(1, round(phase_s / t_w1)), [], []          # a long compute phase, then a sync point
-    for _ in range(samples):
+    for _ in range(2 * samples):      # twice as many: with ranks sharing cores the waits spread over 2-3× their mean
         dist.barrier(); phases.append(timed(lambda: work(kp))); waits.append(timed(lambda: c.all_reduce(small, "bench")))
     skew = max(statistics.mean(waits) - t_small, 0.0) / statistics.mean(phases)   # the mean: a run pays every wait
     xs = [torch.ones(max(nbytes // 16, world_size)) for _ in range(queued)]
@@ -118,10 +118,11 @@ def interference_worker(rank: int, world_size: int, model: dict, calls: int = 20
     kq, n = max(1, round(first.item() / t_w1)), min(30, max(min_samples, int(queue_budget_s / (3.7 * first.item()))))   # every rank: n samples
     S = [sample() for _ in range(n)]
     exposed, alone = [(bo - w_) / max(b, 1e-9) for b, w_, _, bo in S], [a / max(b, 1e-9) for b, _, a, _ in S]
-    t = torch.tensor([statistics.median(after) - t_w1, statistics.median(hidden), skew, statistics.median(exposed), statistics.median(alone)])
+    t = torch.tensor([statistics.median(after) - t_w1, statistics.median(hidden), skew, statistics.median(exposed), statistics.median(alone),
+                      statistics.mean(phases)])
     dist.all_reduce(t); t /= world_size
     return {"penalty_s": max(float(t[0]), 0.0), "overlap": min(max(float(t[1]), 0.0), 1.0), "skew": float(t[2]),
-            "queue": min(max(float(t[3]), 0.0), 1.5), "queue_alone": min(max(float(t[4]), 0.1), 1.5)} if rank == 0 else None
+            "queue": min(max(float(t[3]), 0.0), 1.5), "queue_alone": min(max(float(t[4]), 0.1), 1.5), "skew_phase_s": float(t[5])} if rank == 0 else None
 
 
 # %% ../../nbs/40_runtime/45_probes.ipynb #633b7c71
