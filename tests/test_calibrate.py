@@ -80,6 +80,9 @@ def test_prediction_follows_the_measured_figures(prof):
         assert waits(cfg, 2.0, m)[ax] == pytest.approx(2 * waits(cfg, 1.0, m)[ax])     # blocking waits scale with the measured factor
     dp2 = P(dp=2, global_batch_size=8)
     assert waits(dp2, 2.0)["dp"] == waits(dp2, 1.0)["dp"]                              # async gradient buckets do not
+    apart = dataclasses.replace(prof, skew={"2": 0.1, "4": 0.2}, skew_phase_s={"2": 0.02, "4": 0.035})
+    sync = lambda k: predict(TINY, P(dp=2, tp=2, global_batch_size=4), dataclasses.replace(apart, waits={"2": k, "4": k}))["comm_s"]["dp"]
+    assert sync(2.0) > sync(1.0)   # longer tp waits: the replicas are longer apart before the gradient sync, and wait longer there
 
 
 def test_calibration_is_measured_and_saved(prof, tmp_path, capsys):
@@ -96,6 +99,7 @@ def test_calibration_is_measured_and_saved(prof, tmp_path, capsys):
     w2 = prof.detail["waits"]["2"]                                                       # a supervised tp 2 step's waits, measured
     assert min(w2["measured_s"]) > 0 and w2["priced_s"] > 0
     assert prof.waits["2"] == round(min(3.0, max(0.5, w2["measured_s"][0] / w2["priced_s"])), 3)   # one run (quick): its ratio
+    assert 0.01 < prof.skew_phase_s["2"] < 0.2    # the compute phase the sync wait was measured after, as it ran (20 ms asked)
     assert cli_calibrate(["--quick", "--worlds", "2", "--name", "saved", "--archive", str(tmp_path / "a.sqlite"), "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["saved"] and find_profile("local", path=tmp_path / "a.sqlite").name == "saved"
