@@ -211,7 +211,7 @@ def _supervised_step_s(m: ModelSpec, proc: dict, mem: float, gbs: int = 4, runs:
 # %% ../../nbs/40_runtime/45_calibrate.ipynb #beac6e9e
 WAIT_PROBES = {2: dict(tp=2, global_batch_size=2), 4: dict(dp=2, tp=2, global_batch_size=4)}   # world -> the layout timed
 
-def _supervised_waits(m: ModelSpec, prof: MachineProfile, worlds, runs: int = 2, steps: int = 16, skip: int = 2) -> dict:
+def _supervised_waits(m: ModelSpec, prof: MachineProfile, worlds, runs: int = 2, steps: int = 12, skip: int = 2) -> dict:
     "{'waits': {str(world): measured / priced tp waits}, 'detail'}: small tp layouts run supervised (`WAIT_PROBES`), the"
     "median of `runs` runs' tp waits per step (each a median over `steps` less `skip` warm-up ones) set against `prof`'s"
     "price for them (its `waits` left out). Clipped to ×0.5–3."
@@ -311,7 +311,7 @@ def calibrate(quick: bool = False,              # 2 and 4 ranks, fewer sizes and
                                threads_per_rank=1, backend=backend), backend=backend, skew_phase_s=phase)
     if kind == "cpu":                                     # blocking waits in a real step over their price from the fits
         probed = [w for w in worlds if w in WAIT_PROBES][:1 if quick else None]   # quick: the smallest
-        sw = _supervised_waits(m, prof, probed, runs=1 if quick else 2, steps=4 if quick else 12, skip=1 if quick else 2)
+        sw = _supervised_waits(m, prof, probed, **(dict(runs=1, steps=4, skip=1) if quick else {}))
         say(f"a supervised step's tp waits over their price, per world: {sw['waits']}")
         prof = replace(prof, waits=sw["waits"], detail=dict(prof.detail, waits=sw["detail"], seconds=round(time.monotonic() - t0, 1)))
     return prof

@@ -65,11 +65,12 @@ def interference_worker(rank: int, world_size: int, model: dict, calls: int = 20
     "to cold caches and gloo's threads winding down); `overlap`: of an async all_reduce of `nbytes` and layer forwards"
     "of about its length run together, the share of the shorter one hidden ((t_ar + t_work − t_both) / min); `skew`: the"
     "wait at a sync point after `phase_s` of compute on every rank, beyond the collective itself, per second of the phase"
-    "(ranks sharing cores finish a phase at different times), and that phase as run (`skew_phase_s`); `queue`: of `queued` reduce-scatters of `nbytes` / 4 issued"
-    "async back to back (as ZeRO's backward issues them) with layer forwards about as long as they take one by one run"
-    "beside them, the share left exposed ((t_both − t_work) / t_one_by_one): the median of interleaved samples, as many"
-    "as fit in `queue_budget_s` (`min_samples` to 30); `queue_alone`: the same calls queued with no compute beside them, over one by one"
-    "(the backend's threads run queued calls side by side)."
+    "(ranks sharing cores finish a phase at different times), and that phase as run (`skew_phase_s`); `queue`: of"
+    "`queued` reduce-scatters of `nbytes` / 4 issued async back to back (as ZeRO's backward issues them) with layer"
+    "forwards about as long as they take one by one run beside them, the share left exposed ((t_both − t_work) /"
+    "t_one_by_one): the median of interleaved samples, as many as fit in `queue_budget_s` (`min_samples` to 30);"
+    "`queue_alone`: the same calls queued with no compute beside them, over one by one (the backend's threads run queued"
+    "calls side by side)."
     import torch.distributed as dist
     from supernode_nb.comm.collectives import Comm
     from supernode_nb.parallel.model import GPT
@@ -101,7 +102,7 @@ def interference_worker(rank: int, world_size: int, model: dict, calls: int = 20
         hidden.append((a + w_ - b) / max(min(a, w_), 1e-9))
     dist.barrier(); t_small = statistics.median([timed(lambda: c.all_reduce(small, "bench")) for _ in range(samples)])
     kp, waits, phases = max(1, round(phase_s / t_w1)), [], []          # a long compute phase, then a sync point
-    for _ in range(2 * samples):      # twice as many: with ranks sharing cores the waits spread over 2-3× their mean
+    for _ in range(2 * samples):      # twice as many: a mean of waits that spread wide when ranks share cores
         dist.barrier(); phases.append(timed(lambda: work(kp))); waits.append(timed(lambda: c.all_reduce(small, "bench")))
     skew = max(statistics.mean(waits) - t_small, 0.0) / statistics.mean(phases)   # the mean: a run pays every wait
     xs = [torch.ones(max(nbytes // 16, world_size)) for _ in range(queued)]
