@@ -40,7 +40,7 @@ class MachineProfile:
     overlap: dict = field(default_factory=dict)    # str(ranks on the host) -> share of an async collective hidden by compute
     queue: dict = field(default_factory=dict)      # str(ranks on the host) -> share of async collectives queued back to back left exposed
     queue_alone: dict = field(default_factory=dict)  # str(ranks on the host) -> their time queued, no compute beside, over one by one
-    skew: dict = field(default_factory=dict)       # str(ranks on the host) -> wait at a sync point per second of compute before it
+    skew: dict = field(default_factory=dict)       # str(ranks on the host) -> wait at a sync point per second of the phase before it
     load_avg: float = 0.0          # 1-minute load average while measured (the machine may be shared)
     detail: dict = field(default_factory=dict)     # raw timings behind the figures
     backend: str = ""              # the collectives' backend (gloo, nccl, hccl): its algorithms price them ("": the cheapest)
