@@ -198,7 +198,7 @@ def wait_scale(self: MachineProfile, ranks_per_host: int = 1) -> float:
     "microbenchmark times calls back to back, a step issues each after compute, to a peer whose threads may be asleep."
     "Where more ranks than cores take turns on them, only a world that was measured: the factor moves with how the"
     "ranks share the cores, so a world of 8 on 2 cores is not priced from one of 4 (1.0, the fits, unmeasured)."
-    if str(int(ranks_per_host)) in self.waits: return float(self.waits[str(int(ranks_per_host))])
+    if (n := str(int(ranks_per_host))) in self.waits: return float(self.waits[n])
     if self.kind == "cpu" and ranks_per_host > self.devices: return 1.0
     return _nearest(self.waits, ranks_per_host, 1.0)
 

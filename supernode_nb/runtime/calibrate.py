@@ -236,7 +236,7 @@ def _to_idle(r: dict, cores: int, world: int) -> dict:
     f = left_by(cores, r.get("background_cores") or 0.0, world)
     if f >= 1.0: return r
     return dict(r, share=None if r.get("share") is None else min(1.0, r["share"] / f), penalty_s=r["penalty_s"] * f,
-                skew_phase_s=r.get("skew_phase_s", 0.02) * f, rows=[dict(x, time_s=x["time_s"] * f) for x in r["rows"]])
+                skew_phase_s=r["skew_phase_s"] * f, rows=[dict(x, time_s=x["time_s"] * f) for x in r["rows"]])
 
 # %% ../../nbs/40_runtime/45_calibrate.ipynb #bbfd9ad9
 def calibrate(quick: bool = False,              # 2 and 4 ranks, fewer sizes and calls (< 15 s)
