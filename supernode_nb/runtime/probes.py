@@ -60,9 +60,10 @@ def interference_worker(rank: int, world_size: int, model: dict, calls: int = 20
                         samples: int = 12,   # interleaved samples of `overlap` (twice as many of `skew`)
                         queued: int = 8, queue_budget_s: float = 0.8,   # `queue`: calls, seconds spent
                         rounds: int = 3, min_samples: int = 3) -> dict | None:   # `penalty_s`'s rounds; `queue`'s fewest samples
-    "Worker: what communicating costs the compute beside it. `penalty_s`: the time one layer's forward takes right after"
-    "a blocking all_reduce of its activations, less its time back to back (a rank that slept in a collective comes back"
-    "to cold caches and gloo's threads winding down); `overlap`: of an async all_reduce of `nbytes` and layer forwards"
+    "Worker: what communicating costs the compute beside it. `penalty_s`: the time a layer's forward (recording for"
+    "autograd) and then its backward each take right after a blocking all_reduce of its activations, less their time back"
+    "to back, per collective (a rank that slept in a collective comes back to cold caches and gloo's threads winding"
+    "down; the engine's tp, cp and ep collectives sit between such pieces); `overlap`: of an async all_reduce of `nbytes` and layer forwards"
     "of about its length run together, the share of the shorter one hidden ((t_ar + t_work − t_both) / min); `skew`: the"
     "wait at a sync point after `phase_s` of compute on every rank, beyond the collective itself, per second of the phase"
     "(ranks sharing cores finish a phase at different times), and that phase as run (`skew_phase_s`); `queue`: of"
@@ -84,12 +85,17 @@ def interference_worker(rank: int, world_size: int, model: dict, calls: int = 20
             for _ in range(k): block(x)
     def timed(f):
         t0 = time.perf_counter(); f(); return time.perf_counter() - t0
-    alone, after = [], []
+    def pieces(comm: bool) -> float:                     # per piece: a forward as training runs it, then its backward
+        t0 = time.perf_counter(); y = block(x).sum(); t1 = time.perf_counter()
+        if comm: c.all_reduce(small, "bench")
+        t2 = time.perf_counter(); y.backward(); t3 = time.perf_counter()
+        if comm: c.all_reduce(small, "bench")
+        return (t1 - t0 + t3 - t2) / 2
+    bare, woke = [], []
     for _ in range(rounds):                              # alternate, so that drifting load falls on both alike
-        dist.barrier(); alone += [timed(work) for _ in range(calls)]
-        dist.barrier()
-        for _ in range(calls): after.append(timed(work)); c.all_reduce(small, "bench")
-    t_w1 = statistics.median(alone)
+        dist.barrier(); bare += [pieces(False) for _ in range(calls)]
+        dist.barrier(); woke += [pieces(True) for _ in range(calls)]
+    dist.barrier(); t_w1 = statistics.median([timed(work) for _ in range(calls)])   # one forward, for the phases below
     dist.barrier(); t_ar = statistics.median([timed(lambda: c.all_reduce(big, "bench")) for _ in range(5)])
     k = max(1, round(t_ar / t_w1))                                  # work about as long as the all_reduce
     def both():
@@ -119,7 +125,7 @@ def interference_worker(rank: int, world_size: int, model: dict, calls: int = 20
     kq, n = max(1, round(first.item() / t_w1)), min(30, max(min_samples, int(queue_budget_s / (3.7 * first.item()))))   # every rank: n samples
     S = [sample() for _ in range(n)]
     exposed, alone = [(bo - w_) / max(b, 1e-9) for b, w_, _, bo in S], [a / max(b, 1e-9) for b, _, a, _ in S]
-    t = torch.tensor([statistics.median(after) - t_w1, statistics.median(hidden), skew, statistics.median(exposed), statistics.median(alone),
+    t = torch.tensor([statistics.median(woke) - statistics.median(bare), statistics.median(hidden), skew, statistics.median(exposed), statistics.median(alone),
                       statistics.mean(phases)])
     dist.all_reduce(t); t /= world_size
     return {"penalty_s": max(float(t[0]), 0.0), "overlap": min(max(float(t[1]), 0.0), 1.0), "skew": float(t[2]),
