@@ -61,17 +61,17 @@ def interference_worker(rank: int, world_size: int, model: dict, calls: int = 20
                         queued: int = 8, queue_budget_s: float = 0.8,   # `queue`: calls, seconds spent
                         rounds: int = 3, min_samples: int = 3) -> dict | None:   # `penalty_s`'s rounds; `queue`'s fewest samples
     "Worker: what communicating costs the compute beside it. `penalty_s`: the time a layer's forward (recording for"
-    "autograd) and then its backward each take right after a blocking all_reduce of its activations, less their time back"
-    "to back, per collective (a rank that slept in a collective comes back to cold caches and gloo's threads winding"
-    "down; the engine's tp, cp and ep collectives sit between such pieces); `overlap`: of an async all_reduce of"
-    "`nbytes` and layer forwards of about its length run together, the share of the shorter one hidden ((t_ar + t_work − t_both) / min); `skew`: the"
-    "wait at a sync point after `phase_s` of compute on every rank, beyond the collective itself, per second of the phase"
-    "(ranks sharing cores finish a phase at different times), and that phase as run (`skew_phase_s`); `queue`: of"
-    "`queued` reduce-scatters of `nbytes` / 4 issued async back to back (as ZeRO's backward issues them) with layer"
-    "forwards about as long as they take one by one run beside them, the share left exposed ((t_both − t_work) /"
-    "t_one_by_one): the median of interleaved samples, as many as fit in `queue_budget_s` (`min_samples` to 30);"
-    "`queue_alone`: the same calls queued with no compute beside them, over one by one (the backend's threads run queued"
-    "calls side by side)."
+    "autograd) and then its backward each take right after a blocking all_reduce of its activations, less their time"
+    "back to back, per collective (a rank that slept in a collective comes back to cold caches and gloo's threads"
+    "winding down; the engine's tp, cp and ep collectives sit between such pieces); `overlap`: of an async all_reduce"
+    "of `nbytes` and layer forwards of about its length run together, the share of the shorter one hidden ((t_ar +"
+    "t_work − t_both) / min); `skew`: the wait at a sync point after `phase_s` of compute on every rank, beyond the"
+    "collective itself, per second of the phase (ranks sharing cores finish a phase at different times), and that phase"
+    "as run (`skew_phase_s`); `queue`: of `queued` reduce-scatters of `nbytes` / 4 issued async back to back (as ZeRO's"
+    "backward issues them) with layer forwards about as long as they take one by one run beside them, the share left"
+    "exposed ((t_both − t_work) / t_one_by_one): the median of interleaved samples, as many as fit in `queue_budget_s`"
+    "(`min_samples` to 30); `queue_alone`: the same calls queued with no compute beside them, over one by one (the"
+    "backend's threads run queued calls side by side)."
     import torch.distributed as dist
     from supernode_nb.comm.collectives import Comm
     from supernode_nb.parallel.model import GPT
