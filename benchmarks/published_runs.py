@@ -12,6 +12,9 @@ BF16 and FP8; supernode_nb.cost.dgxc), on step time; beside them, the planner's 
 And so are MindSpeed-LLM's 57 dense rows on Ascend 910B (tokens/s per NPU, 8-128 NPUs; supernode_nb.cost.mindspeed), at the efficiency
 the model gives a device it has no published runs for; beside them, the efficiency those rows alone would fit. Its five MoE rows
 (Mixtral 8x7B and 8x22B, Grok-1, MiniCPM-MoE; DeepSeek-V2 with latent attention) join the MoE rows above, out of sample (`moe_out_of_sample`).
+Megatron-Bridge's tables, releases 25.11-26.08 (93 pre-training rows on DGX H100, DGX B200 and GB200; supernode_nb.cost.mbridge), are priced
+out of sample too, less the 12 the fitted table holds: dense and MoE apart, the MoE rows by release, with the host hold and without
+(`mbridge_out_of_sample`); their 56 MoE rows are part of `moe_out_of_sample.out_of_sample` as well.
 Error = predicted / published - 1 on the row's own metric (TFLOP/s per GPU, seconds per iteration or tokens/s per GPU).
 Run: python benchmarks/published_runs.py
 """
@@ -21,6 +24,7 @@ from supernode_nb.cost.published import PUBLISHED_RUNS, LONG_CONTEXT_RUNS, MOE_R
 from supernode_nb.cost.foundry import foundry_errors
 from supernode_nb.cost.dgxc import dgxc_errors, plan_vs_recipes
 from supernode_nb.cost.mindspeed import MINDSPEED_RUNS, MINDSPEED_MOE_RUNS, mindspeed_errors, fit_ascend, moe_misses
+from supernode_nb.cost.mbridge import mbridge_errors, mbridge_summary
 from supernode_nb.cost.steptime import efficiency_for
 
 
@@ -80,6 +84,16 @@ def _ascend() -> dict:
                 over_20=[dict(run=r.run, layout=r.layout, seq=r.seq, published=r.published, predicted=r.predicted, error_pct=r.error_pct)
                          for r in me[a > 20].itertuples()])
 
+def _mbridge() -> dict:
+    "Megatron-Bridge's rows the fitted table does not hold, out of sample: dense, MoE, MoE by release; the same priced without the MoE host hold."
+    df = mbridge_errors(); s = mbridge_summary(df)
+    s0 = mbridge_summary(mbridge_errors(moe_host_s=0.0))
+    worst = df[~df.fitted].assign(a=lambda d: d.error_pct.abs()).sort_values("a", ascending=False)
+    return dict(dense=s["dense"], moe=s["moe"], moe_by_release=s["moe_by_release"], fitted_rows=s["fitted_rows"],
+                moe_without_host_hold=dict(all=s0["moe"], by_release_signed_median={k: v["signed_median"] for k, v in s0["moe_by_release"].items()}),
+                dense_worst=[dict(release=r.release, system=r.system, model=r.model, layout=r.layout, error_pct=r.error_pct)
+                             for r in worst[~worst.moe].head(4).itertuples()])
+
 def _planner() -> dict:
     "The planner beside the recipes' hand-tuned layouts (up to 512 GPUs): how often it picks them, and what it promises over their measured step."
     pv = plan_vs_recipes(); x = pv.promised_over_measured
@@ -98,7 +112,7 @@ def main():
                           zero3_rows=_stats(a[lo.run.str.contains("zero3")]), before=BEFORE,
                           by_source=groups, efficiency_fitted_on_all={k: v for k, v in fit_efficiency().items()},
                           long_context=_long_context(), moe_out_of_sample=_moe(), fsdp_out_of_sample=_foundry(), dgxc_out_of_sample=_dgxc(),
-                          ascend_out_of_sample=_ascend(), planner_vs_recipes=_planner(),
+                          ascend_out_of_sample=_ascend(), mbridge_out_of_sample=_mbridge(), planner_vs_recipes=_planner(),
                           per_row=[dict(run=r.run, metric=r.metric, published=r.published, predicted=r.predicted, error_pct=r.error_pct)
                                    for r in lo.itertuples()],
                           seconds=round(time.perf_counter() - t0, 2), load_avg_1min=os.getloadavg()[0]), indent=1))

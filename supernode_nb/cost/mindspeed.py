@@ -157,12 +157,15 @@ _MOE_ROWS = [
 ]
 MINDSPEED_MOE_RUNS: list[PublishedRun] = [_run(*r) for r in _MOE_ROWS]
 
-MOE_EVIDENCE = ("Megatron-Core and Megatron-Bridge on H100 (Mixtral 8x7B, Qwen3-30B-A3B, GPT-OSS-120B), DeepSeek-V3 on H800, "
-                "MindSpeed-LLM on Ascend 910B (Mixtral 8x7B and 8x22B, Grok-1, MiniCPM-MoE, DeepSeek-V2)")   # whose runs `moe_misses` prices
+MOE_EVIDENCE = ("Megatron-Bridge 25.11-26.08 on DGX H100, DGX B200 and GB200 (Qwen3-30B-A3B and 235B-A22B, GPT-OSS-120B, "
+                "DeepSeek-V3), Megatron-Core's Mixtral 8x7B on H100, DeepSeek-V3 on H800, MindSpeed-LLM on Ascend 910B (Mixtral "
+                "8x7B and 8x22B, Grok-1, MiniCPM-MoE, DeepSeek-V2)")   # whose runs `moe_misses` prices
 
 @functools.lru_cache(maxsize=None)
 def moe_misses() -> dict:
-    "Predicted ÷ published throughput of every published MoE run the model was not fitted on: Megatron-Core's and Megatron-Bridge's H100"
-    "rows and DeepSeek-V3's (`published.MOE_RUNS` less `MOE_FIT_RUNS`), and MindSpeed-LLM's (`MINDSPEED_MOE_RUNS`)."
-    runs = [r for r in MOE_RUNS if r not in MOE_FIT_RUNS] + MINDSPEED_MOE_RUNS
+    "Predicted ÷ published throughput of every published MoE run the model was not fitted on: Megatron-Bridge's (`mbridge`), Megatron-"
+    "Core's Mixtral and DeepSeek-V3's (`published.MOE_RUNS`), and MindSpeed-LLM's (`MINDSPEED_MOE_RUNS`)."
+    from supernode_nb.cost.mbridge import MBRIDGE_RUNS, _fitted   # its rows hold `MOE_RUNS`' Megatron-Bridge ones: counted once
+    runs = ([r for r in MOE_RUNS if r not in MOE_FIT_RUNS and not r.name.startswith("mb-")] + MINDSPEED_MOE_RUNS
+            + [r for r in MBRIDGE_RUNS if r.model.is_moe and not _fitted(r)])
     return {r.name: round(float(predict_run(r)) / r.value, 3) for r in runs}

@@ -247,11 +247,11 @@ def _mb_moe(name, model, n, gbs, mbs, pp, vp, ep, val, release, fp8, system="DGX
     c = _pc(dp=n // pp, pp=pp, ep=ep, micro_batch_size=mbs, global_batch_size=gbs, zero=1, schedule="interleaved" if vp > 1 else "1f1b",
             virtual_stages=vp, reduce_dtype="fp32")
     return PublishedRun(name, model, c, topology, "tokens_per_s_per_device", val, _MBR.format(release, system, "FP8" if fp8 else "BF16"), "alltoall dispatcher, no recompute; GPT-OSS's sliding-window layers "
-                        "and attention sinks priced as full attention; a DGX-B200's 8 GPUs priced as one GB200 tray", allow_uneven=True,
+                        "and attention sinks priced as full attention", allow_uneven=True,
                         flash=True, fp8_linear=fp8, loss="megatron-fused")
-_BW = dict(topology="gb200-nvl72")
+_BW = {"DGX-GB200": "gb200-nvl72", "DGX-B200": "dgx-b200-superpod"}   # a DGX B200: 8 GPUs at 1,000 W, NVLink within the node
 MOE_RUNS: list[PublishedRun] = [   # the GB200/B200 rows (MOE_FIT_RUNS) fit `MOE_HOST_S`; the H100 rows check it out of sample
-    *[_mb_moe(f"mb-{s.lower()[4:]}-qwen3-30b-a3b-{rel.replace('.', '')}", _QWEN3_30B, 8, 512, mbs, 1, 1, 8, v, rel, True, s, **_BW)
+    *[_mb_moe(f"mb-{s.lower()[4:]}-qwen3-30b-a3b-{rel.replace('.', '')}", _QWEN3_30B, 8, 512, mbs, 1, 1, 8, v, rel, True, s, _BW[s])
       for s, mbs, rel, v in (("DGX-GB200", 4, "25.11", 23766), ("DGX-GB200", 4, "26.02", 26084), ("DGX-B200", 1, "25.11", 9299),
                              ("DGX-B200", 1, "26.02", 9691))],
     _mb_moe("mb-qwen3-30b-a3b-fp8", _QWEN3_30B, 16, 512, 2, 2, 24, 8, 5275, "25.11", True),

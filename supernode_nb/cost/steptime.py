@@ -80,9 +80,11 @@ def _placement_links(placement, cfg: ParallelConfig, max_groups: int = 16) -> di
     return out
 
 # %% ../../nbs/10_cost/16_steptime.ipynb #3967e015
-FP32_TFLOPS = {"A100 80GB SXM": 19.5, "H100 SXM": 66.9, "H100 96GB HBM2e (500 W)": 66.9, "B200 (GB200)": 80.0}  # datasheets, fp32 without TF32
+FP32_TFLOPS = {"A100 80GB SXM": 19.5, "H100 SXM": 66.9, "H100 96GB HBM2e (500 W)": 66.9, "B200 (GB200)": 80.0,
+               "B200 (DGX B200)": 80.0}  # datasheets, fp32 without TF32
 FP32_RATIO_ASSUMED = 1 / 8        # accelerators without an fp32 figure here: 1/8 of the bf16 peak (assumed)
-FP8_TFLOPS = {"H100 SXM": 1978.9, "H100 96GB HBM2e (500 W)": 1978.9, "B200 (GB200)": 5000.0}   # datasheets, dense float8 (half the sparse figure)
+FP8_TFLOPS = {"H100 SXM": 1978.9, "H100 96GB HBM2e (500 W)": 1978.9, "B200 (GB200)": 5000.0,
+              "B200 (DGX B200)": 4500.0}   # datasheets, dense float8 (half the sparse figure)
 
 def peak_tflops(chip, dtype: str = "bf16") -> tuple[float, str]:   # a `topology.Chip`; bf16, fp16, fp32 or fp8
     "(peak TFLOP/s of `chip` in `dtype`, where the figure comes from)."
@@ -104,6 +106,9 @@ def efficiency_for(chip, efficiency: float | None = None) -> tuple[float, str]:
         if not 0 < efficiency <= 1: raise ValueError(f"efficiency={efficiency} must be in (0, 1]")
         return float(efficiency), "given"
     if chip.name in EFFICIENCY: return EFFICIENCY[chip.name], f"fitted to published runs ({chip.name})"
+    die = lambda n: n.split(" (")[0]                       # "B200 (DGX B200)" and "B200 (GB200)": one die at two power limits
+    same = [k for k in EFFICIENCY if die(k) == die(chip.name)]
+    if same: return EFFICIENCY[same[0]], f"fitted to published runs of the same die ({same[0]})"
     return float(np.mean(list(EFFICIENCY.values()))), f"uncalibrated: no published runs for {chip.name!r}; mean of fitted devices"
 
 ATTENTION_KERNELS = ("native", "fa2")

@@ -13,10 +13,10 @@ import numpy as np
 from fastcore.basics import patch
 
 # %% auto #0
-__all__ = ['GiB', 'SCOPES', 'SELF', 'A100', 'H100', 'B200', 'ASCEND_910B', 'ASCEND_910C', 'ASCEND_910C_DIE', 'TOPOLOGY_PRESETS',
-           'SIZE_PARAM', 'Chip', 'LinkLevel', 'Plane', 'Device', 'Path', 'TopologyError', 'Topology', 'cloudmatrix384',
-           'atlas_a2_pod', 'atlas_a3_superpod', 'dgx_a100_superpod', 'dgx_h100_superpod', 'gb200_nvl72', 'local_cpu',
-           'get_topology', 'topology_for']
+__all__ = ['GiB', 'SCOPES', 'SELF', 'A100', 'H100', 'B200', 'B200_DGX', 'ASCEND_910B', 'ASCEND_910C', 'ASCEND_910C_DIE',
+           'TOPOLOGY_PRESETS', 'SIZE_PARAM', 'Chip', 'LinkLevel', 'Plane', 'Device', 'Path', 'TopologyError',
+           'Topology', 'cloudmatrix384', 'atlas_a2_pod', 'atlas_a3_superpod', 'dgx_a100_superpod', 'dgx_h100_superpod',
+           'dgx_b200_superpod', 'gb200_nvl72', 'local_cpu', 'get_topology', 'topology_for']
 
 # %% ../../nbs/00_foundation/02_topology.ipynb #7ae6ce8b
 @dataclass(frozen=True)
@@ -236,6 +236,8 @@ A100 = Chip("A100 80GB SXM", 312.0, 80 * GiB, 2039.0, "NVIDIA datasheet; Megatro
 H100 = Chip("H100 SXM", 989.4, 80 * GiB, 3350.0, "NVIDIA datasheet (half of the sparse 1,979)")
 B200 = Chip("B200 (GB200)", 2500.0, 186 * GiB, 8000.0,
             "NVIDIA GB200 NVL72 page: 180 PF dense bf16, 13.4 TB HBM3e, 576 TB/s per 72 GPUs (secondary; not in hardware.md)")
+B200_DGX = Chip("B200 (DGX B200)", 2250.0, 180 * GiB, 8000.0, "NVIDIA DGX B200 page: the GB200's die at 1,000 W: 72 PF FP8 "
+                "sparse per 8 GPUs (2.25 PF dense bf16 each), 1,440 GB HBM3e, 64 TB/s (secondary; not in hardware.md)")
 ASCEND_910B = Chip("Ascend 910B", 320.0, 64 * GiB, 1600.0,
                    "secondary; disputed (256–414 TFLOP/s, 32 or 64 GB, ~1.6 TB/s): tunable defaults")
 ASCEND_910C = Chip("Ascend 910C", 752.0, 128 * GiB, 3200.0, "arXiv 2506.12708 and secondary summaries (one package, two dies)")
@@ -325,15 +327,25 @@ def dgx_h100_superpod(nodes: int = 32) -> Topology:
     8 × ConnectX-7 400 Gb/s per node (one per GPU), rail-optimized fat tree, 32 nodes per scalable unit (= supernode
     here) — DGX H100 user guide, table 6. Data, storage, management and service figures and all latencies are
     assumed defaults."""
+    return _dgx_400g("dgx-h100-superpod", H100, nodes, 450.0, "900 GB/s bidirectional per GPU", "DGX H100 user guide")
+
+def _dgx_400g(preset: str, chip: Chip, nodes: int, nvlink_GBps: float, nvlink_note: str, source: str) -> Topology:
+    "A DGX SuperPOD of 8-GPU nodes on NVSwitch with one 400 Gb/s NIC per GPU and 32 nodes per scalable unit."
     _check_size("nodes", nodes)
-    levels = (LinkLevel("nvlink", "node", 450.0, 2e-6, "nvlink", "900 GB/s bidirectional per GPU (DGX H100 user guide); " + _ASSUMED_LAT),
-              LinkLevel("ib", "cluster", 50.0, 5e-6, "parameter", "NDR 400 Gb/s per GPU (DGX H100 user guide); " + _ASSUMED_LAT))
-    planes = _planes(Plane("nvlink", 8 * 450.0, "collectives inside the node (NVSwitch)", "DGX H100 user guide"),
+    levels = (LinkLevel("nvlink", "node", nvlink_GBps, 2e-6, "nvlink", f"{nvlink_note} ({source}); " + _ASSUMED_LAT),
+              LinkLevel("ib", "cluster", 50.0, 5e-6, "parameter", f"400 Gb/s per GPU ({source}); " + _ASSUMED_LAT))
+    planes = _planes(Plane("nvlink", 8 * nvlink_GBps, "collectives inside the node (NVSwitch)", source),
                      (400.0, "compute fabric: 8 × 400 Gb/s per node"), (100.0, "assumed: shares the storage fabric"),
                      (100.0, "assumed: 2 × 400 Gb/s storage ports per node"), (12.5, "assumed: 100GbE in-band"),
                      (12.5, "assumed: 100GbE in-band"))
-    return Topology("dgx-h100-superpod", H100, levels, planes, devices_per_node=8, nodes=nodes, nodes_per_domain=1,
-                    nodes_per_supernode=32, vendor="nvidia", preset="dgx-h100-superpod", sizes=dict(nodes=nodes))
+    return Topology(preset, chip, levels, planes, devices_per_node=8, nodes=nodes, nodes_per_domain=1,
+                    nodes_per_supernode=32, vendor="nvidia", preset=preset, sizes=dict(nodes=nodes))
+
+def dgx_b200_superpod(nodes: int = 32) -> Topology:
+    """DGX B200 SuperPOD: 8 B200 (1,000 W) per node, NVLink5 900 GB/s per direction per GPU; 8 × ConnectX-7 400 Gb/s per
+    node, 32 nodes per scalable unit (NVIDIA's DGX B200 page, secondary). Unlike GB200 NVL72, NVLink stops at the node:
+    traffic between nodes crosses the 50 GB/s NICs. Other planes and all latencies are assumed defaults."""
+    return _dgx_400g("dgx-b200-superpod", B200_DGX, nodes, 900.0, "1.8 TB/s NVLink5 per GPU", "DGX B200 page, secondary")
 
 def gb200_nvl72(racks: int = 1) -> Topology:
     """GB200 NVL72: per rack 72 B200 GPUs (+ 36 Grace CPUs) in 18 compute trays of 4, one NVLink5 domain of 72 with
@@ -362,12 +374,13 @@ def local_cpu(devices: int = 4) -> Topology:
 # %% ../../nbs/00_foundation/02_topology.ipynb #c01bfcf6
 TOPOLOGY_PRESETS: dict[str, Callable[..., Topology]] = {
     "cloudmatrix384": cloudmatrix384, "atlas-a2-pod": atlas_a2_pod, "atlas-a3-superpod": atlas_a3_superpod,
-    "dgx-a100-superpod": dgx_a100_superpod, "dgx-h100-superpod": dgx_h100_superpod, "gb200-nvl72": gb200_nvl72,
-    "local": local_cpu,
+    "dgx-a100-superpod": dgx_a100_superpod, "dgx-h100-superpod": dgx_h100_superpod, "dgx-b200-superpod": dgx_b200_superpod,
+    "gb200-nvl72": gb200_nvl72, "local": local_cpu,
 }
 SIZE_PARAM: dict[str, tuple[str, int]] = {   # preset -> (its size parameter, devices per unit of it)
     "cloudmatrix384": ("supernodes", 384), "atlas-a2-pod": ("nodes", 8), "atlas-a3-superpod": ("nodes", 16),
-    "dgx-a100-superpod": ("nodes", 8), "dgx-h100-superpod": ("nodes", 8), "gb200-nvl72": ("racks", 72), "local": ("devices", 1),
+    "dgx-a100-superpod": ("nodes", 8), "dgx-h100-superpod": ("nodes", 8), "dgx-b200-superpod": ("nodes", 8),
+    "gb200-nvl72": ("racks", 72), "local": ("devices", 1),
 }
 
 def get_topology(name: str, **sizes) -> Topology:
