@@ -16,7 +16,7 @@ from ..foundation.topology import Topology, topology_for, TOPOLOGY_PRESETS, GiB
 from .memory import (SCHEDULE_CODE, RECOMPUTE_CODE, DTYPE_BYTES, CATEGORIES, DDP_BUCKET_BYTES, step_flops,
                                       activation_bytes_per_layer, in_flight, _counts, _memory)
 from .steptime import (AXIS_GROUPS, COMM_AXES, CAUSAL_EXECUTED, EFFICIENCY, FP32_TFLOPS, efficiency_for, peak_tflops, ATTENTION_KERNELS, LOSS_BYTES,
-                                        _analytic_links, _placement_links, _costs, _columns, _compute)
+                                        MOE_HOST_S, _analytic_links, _placement_links, _costs, _columns, _compute)
 
 # %% auto #0
 __all__ = ['CAVEAT_MISS', 'Estimate', 'resolve_dtype', 'estimate', 'compare_measured', 'background_windows', 'loaded_estimate',
@@ -48,6 +48,7 @@ class Estimate:
     caveats: list = field(default_factory=list)  # what the model is known to miss for this kind of run, with published evidence
     attention: str = "native"       # the attention kernels priced (`steptime.attention_slowdown`)
     loss: str = "megatron"          # the loss implementation priced (`steptime.LOSS_BYTES`)
+    moe_host_s: float | None = None # s per MoE layer and micro-batch Megatron's synced dispatch holds the device; None: not priced
 
     @property
     def fits(self) -> bool: return not self.oom
@@ -133,9 +134,12 @@ def estimate(model: ModelSpec, cfg: ParallelConfig, topology: Topology | str = "
                                                  # SDPA's flash backend, Triton: on Hopper and later `steptime.FA2_ON_HOPPER` slower)
              loss: str = "megatron",             # the loss over the vocabulary as written (`steptime.LOSS_BYTES`): Megatron's
                                                  # unfused, megatron-fused, eager (PyTorch F.cross_entropy) or fused (one kernel)
+             moe_host_s: float | None = None,    # s per MoE layer and micro-batch Megatron's dropless dispatch holds the device on
+                                                 # its host sync; None: `steptime.MOE_HOST_S`; 0: a sync-free release (`mbridge`)
              advise: bool = True) -> Estimate:
     "Memory per device and step time of `cfg` for `model` on `topology` (a preset name is sized to fit)."
     _check(model, cfg, allow_uneven)
+    if moe_host_s is not None and not moe_host_s >= 0: raise ValueError(f"moe_host_s={moe_host_s} must be >= 0 (seconds)")
     topo = _resolve_topology(topology if placement is None else placement.topology, cfg.world_size)
     if placement is not None and placement.layout.degrees != cfg.degrees():
         raise ConfigError([f"placement is for degrees {placement.layout.degrees}, config has {cfg.degrees()}"])
@@ -144,7 +148,8 @@ def estimate(model: ModelSpec, cfg: ParallelConfig, topology: Topology | str = "
     if prof is not None: src = f"profile {pname} (measured rates replace the efficiency)"
     C = _columns([cfg])
     links = _placement_links(placement, cfg) if placement is not None else _analytic_links(topo, C, cfg.order)
-    kw = dict(dtype=dt, profile=prof, tp_overlap=tp_overlap, flash=flash, fused=fused, attention=attention, loss=loss, ep_overlap=ep_overlap)
+    kw = dict(dtype=dt, profile=prof, tp_overlap=tp_overlap, flash=flash, fused=fused, attention=attention, loss=loss, ep_overlap=ep_overlap,
+              moe_host_s=moe_host_s)
     r = _costs(model, C, topo, links, eff, dp_overlap, allow_uneven, **kw)
     f = lambda x: float(np.asarray(x).reshape(-1)[0])
     limit = mem_fraction * topo.chip.memory_bytes
@@ -156,7 +161,8 @@ def estimate(model: ModelSpec, cfg: ParallelConfig, topology: Topology | str = "
                    {"first": f(r["memory_first"]), "last": f(r["memory_last"])}, limit, f(r["memory"]) > limit,
                    links={a: _link(topo, links[a]) for a in AXIS_GROUPS}, efficiency=eff, efficiency_source=src,
                    microbatches=int(f(r["microbatches"])), hfu=f(r["hfu"]), dtype=dt, peak_tflops=f(r["peak_tflops"]), profile=pname,
-                   attention=attention, loss=loss)
+                   attention=attention, loss=loss, moe_host_s=(MOE_HOST_S if moe_host_s is None else moe_host_s)
+                   if model.is_moe and prof is None and topo.preset != "local" else None)   # whose engine `_costs` prices
     est.caveats = _caveats(model, cfg, prof)
     if est.oom and advise: est.advice = _advice(model, cfg, topo, est, eff, dp_overlap, mem_fraction, allow_uneven, **kw)
     return est
@@ -262,6 +268,8 @@ def _estimate_text(e: Estimate) -> str:
              f"  links: " + ", ".join(f"{a} {l['level']}" for a, l in e.links.items() if l["group_size"] > 1),
              f"  efficiency {e.efficiency:.3f} ({e.efficiency_source}); profile: {e.profile}"
              + ("" if e.attention == "native" else f"; attention kernels: {e.attention}") + ("" if e.loss == "megatron" else f"; loss: {e.loss}")]
+    if e.moe_host_s is not None: lines.append(f"  MoE host hold {1e3 * e.moe_host_s:g} ms per MoE layer and micro-batch (Megatron's "
+                                              "token-count sync, fitted on its 25.11 and 26.02 releases; --moe-host-ms 0 for 26.06 on)")
     return "\n".join(lines + [f"  {a}" for a in e.advice] + [f"  caveat: {c}" for c in e.caveats])
 
 def _model_topology_args(a, default_model: str = "tiny-gpt"):
@@ -285,6 +293,8 @@ def cli_estimate(argv: list[str]) -> int:
     p.add_argument("--tp-overlap", action="store_true", help="TP communication pipelined with the matmuls")
     p.add_argument("--ep-overlap", action="store_true", help="MoE all-to-alls beside another micro-batch's compute "
                    "(Megatron --overlap-moe-expert-parallel-comm, DualPipe)")
+    p.add_argument("--moe-host-ms", type=float, default=None, help="ms per MoE layer and micro-batch Megatron's synced dispatch "
+                   "holds the device (default: the fitted 6; 0 for a sync-free release, Megatron-Bridge 26.06 on)")
     p.add_argument("--no-flash", action="store_true", help="attention without flash: its scores written, read and kept")
     p.add_argument("--eager", action="store_true", help="element-wise kernels unfused (eager PyTorch, no torch.compile)")
     p.add_argument("--attention", choices=ATTENTION_KERNELS, default="native",
@@ -298,9 +308,11 @@ def cli_estimate(argv: list[str]) -> int:
     if not 0 < a.mem_fraction <= 1: raise UsageError(f"{_PROG}: error: --mem-fraction {a.mem_fraction} must be in (0, 1]")
     if not 0 <= a.dp_overlap <= 1: raise UsageError(f"{_PROG}: error: --dp-overlap {a.dp_overlap} must be in [0, 1]")
     if a.efficiency is not None and not 0 < a.efficiency <= 1: raise UsageError(f"{_PROG}: error: --efficiency {a.efficiency} must be in (0, 1]")
+    if a.moe_host_ms is not None and not a.moe_host_ms >= 0: raise UsageError(f"{_PROG}: error: --moe-host-ms {a.moe_host_ms} must be >= 0")
     try: e = estimate(model, cfg, a.topology, efficiency=a.efficiency, dp_overlap=a.dp_overlap, mem_fraction=a.mem_fraction,
                      allow_uneven=a.allow_uneven, dtype=dtype, profile=None if a.profile == "none" else a.profile, tp_overlap=a.tp_overlap, ep_overlap=a.ep_overlap,
-                     flash=not a.no_flash, fused=not a.eager, attention=a.attention, loss=a.loss)
+                     flash=not a.no_flash, fused=not a.eager, attention=a.attention, loss=a.loss,
+                     moe_host_s=None if a.moe_host_ms is None else a.moe_host_ms / 1e3)
     except ConfigError as err:
         emit({"ok": False, "errors": err.errors}, a.json, "not ok:\n" + "\n".join(f"  - {x}" for x in err.errors)); return 1
     except ValueError as err: raise UsageError(f"{_PROG}: error: {err}") from None

@@ -193,7 +193,8 @@ def plan(model: ModelSpec, topology: Topology | str, global_batch: int, space: S
          loss: str = "megatron",              # the loss over the vocabulary as written, as for `costmodel.estimate`
          runnable_only: bool = False,         # keep only plans this engine can run on the topology's backend
          tp_overlap: bool = False,            # TP communication pipelined with the matmuls, as for `costmodel.estimate`
-         ep_overlap: bool = False) -> Plan:   # MoE all-to-alls beside another micro-batch's compute, as for `costmodel.estimate`
+         ep_overlap: bool = False,            # MoE all-to-alls beside another micro-batch's compute, as for `costmodel.estimate`
+         moe_host_s: float | None = None) -> Plan:   # Megatron's MoE host hold, as for `costmodel.estimate`
     "Search every valid configuration; return the fastest that fits memory, with rejections explained."
     t0 = time.perf_counter()
     topo = get_topology(topology) if isinstance(topology, str) else topology
@@ -219,7 +220,8 @@ def plan(model: ModelSpec, topology: Topology | str, global_batch: int, space: S
     if len(rows):
         with np.errstate(divide="ignore", invalid="ignore"):
             Rs = _costs(model, {**Ss, **Vr, "rw": C["rw"]}, topo, _analytic_links(topo, Ss, ParallelConfig().order), eff, dp_overlap,
-                        dtype=dt, profile=prof, attention=attention, tp_overlap=tp_overlap, loss=loss, ep_overlap=ep_overlap)
+                        dtype=dt, profile=prof, attention=attention, tp_overlap=tp_overlap, loss=loss, ep_overlap=ep_overlap,
+                        moe_host_s=moe_host_s)
     get = lambda k: Rs.get(k, 0.0)
     R = dict(memory=full(get("memory"), np.inf), tokens_per_s=full(get("tokens_per_s"), 0.0), world=full(get("world"), 0.0),
              step_time_s=full(get("step_time_s"), np.inf), mfu=full(get("mfu"), 0.0),
@@ -260,7 +262,8 @@ def plan(model: ModelSpec, topology: Topology | str, global_batch: int, space: S
     if len(order):
         best = dict(topl[0])
         e = estimate(model, ParallelConfig(**topl[0]["config"]), topo, efficiency=efficiency, dp_overlap=dp_overlap, mem_fraction=mem_fraction,
-                     dtype=dt, profile=prof, attention=attention, tp_overlap=tp_overlap, loss=loss, ep_overlap=ep_overlap)
+                     dtype=dt, profile=prof, attention=attention, tp_overlap=tp_overlap, loss=loss, ep_overlap=ep_overlap,
+                     moe_host_s=moe_host_s)
         best["estimate"] = e.to_dict()
     pi = ok[_pareto(mem[ok], tps[ok])] if len(ok) else ok
     par = [_row(c, res, i) for c, i in zip(_configs(_take(S, Vr, pi), range(len(pi)), dt), pi)]
@@ -357,6 +360,8 @@ def cli_plan(argv: list[str]) -> int:
                    "as estimate prices it: inside the scale-up domain only")
     p.add_argument("--ep-overlap", action="store_true", help="MoE all-to-alls beside another micro-batch's compute "
                    "(Megatron --overlap-moe-expert-parallel-comm, DualPipe), as estimate prices it")
+    p.add_argument("--moe-host-ms", type=float, default=None, help="ms per MoE layer and micro-batch Megatron's synced dispatch "
+                   "holds the device, as estimate prices it (default: the fitted 6; 0 for Megatron-Bridge 26.06 on)")
     p.add_argument("--json", action="store_true")
     a = p.parse_args(argv)
     try: model = model_from_args(a, "tiny-gpt")
@@ -367,11 +372,12 @@ def cli_plan(argv: list[str]) -> int:
         if getattr(a, k) is not None and getattr(a, k) < 1: raise UsageError(f"{_PROG}: error: --{k.replace('_', '-')} must be >= 1")
     if not 0 < a.mem_fraction <= 1: raise UsageError(f"{_PROG}: error: --mem-fraction {a.mem_fraction} must be in (0, 1]")
     if a.efficiency is not None and not 0 < a.efficiency <= 1: raise UsageError(f"{_PROG}: error: --efficiency {a.efficiency} must be in (0, 1]")
+    if a.moe_host_ms is not None and not a.moe_host_ms >= 0: raise UsageError(f"{_PROG}: error: --moe-host-ms {a.moe_host_ms} must be >= 0")
     topo = topology_for(a.topology, a.devices) if a.devices else get_topology(a.topology)
     try: res = plan(model, topo, a.global_batch, SearchSpace(min_devices=a.min_devices), max_devices=a.devices, top=a.top,
                     mem_fraction=a.mem_fraction, efficiency=a.efficiency, dtype=a.dtype, runnable_only=a.runnable,
                     profile=None if a.profile == "none" else a.profile, attention=a.attention, tp_overlap=a.tp_overlap,
-                    loss=a.loss, ep_overlap=a.ep_overlap)
+                    loss=a.loss, ep_overlap=a.ep_overlap, moe_host_s=None if a.moe_host_ms is None else a.moe_host_ms / 1e3)
     except ValueError as e: raise UsageError(f"{_PROG}: error: {e}") from None
     from supernode_nb.foundation.store import auto_record
     if res.best: auto_record({"model": model.to_dict(), "config": res.best["config"], "estimate": res.best.get("estimate")},
