@@ -12,9 +12,9 @@ BF16 and FP8; supernode_nb.cost.dgxc), on step time; beside them, the planner's 
 And so are MindSpeed-LLM's 57 dense rows on Ascend 910B (tokens/s per NPU, 8-128 NPUs; supernode_nb.cost.mindspeed), at the efficiency
 the model gives a device it has no published runs for; beside them, the efficiency those rows alone would fit. Its five MoE rows
 (Mixtral 8x7B and 8x22B, Grok-1, MiniCPM-MoE; DeepSeek-V2 with latent attention) join the MoE rows above, out of sample (`moe_out_of_sample`).
-Megatron-Bridge's tables, releases 25.11-26.08 (93 pre-training rows on DGX H100, DGX B200 and GB200; supernode_nb.cost.mbridge), are priced
-out of sample too, less the 12 the fitted table holds: dense and MoE apart, the MoE rows by release, with the host hold and without
-(`mbridge_out_of_sample`); their 56 MoE rows are part of `moe_out_of_sample.out_of_sample` as well.
+Megatron-Bridge's tables, releases 25.11-26.08 (166 pre-training rows on DGX H100, B200, B300, GB200 and GB300; supernode_nb.cost.mbridge), are
+priced out of sample too, less the 12 the fitted table holds and GB300's 21 dense rows, which fit its efficiency (reported leave-one-out): dense and MoE apart, the MoE rows by release, with the host hold and without
+(`mbridge_out_of_sample`); their 108 MoE rows are part of `moe_out_of_sample.out_of_sample` as well.
 Error = predicted / published - 1 on the row's own metric (TFLOP/s per GPU, seconds per iteration or tokens/s per GPU).
 Run: python benchmarks/published_runs.py
 """
@@ -90,6 +90,7 @@ def _mbridge() -> dict:
     s0 = mbridge_summary(mbridge_errors(moe_host_s=0.0))
     worst = df[~df.fitted].assign(a=lambda d: d.error_pct.abs()).sort_values("a", ascending=False)
     return dict(dense=s["dense"], moe=s["moe"], moe_by_release=s["moe_by_release"], fitted_rows=s["fitted_rows"],
+                gb300_dense_leave_one_out=s["gb300_dense_leave_one_out"],
                 moe_without_host_hold=dict(all=s0["moe"], by_release_signed_median={k: v["signed_median"] for k, v in s0["moe_by_release"].items()}),
                 dense_worst=[dict(release=r.release, system=r.system, model=r.model, layout=r.layout, error_pct=r.error_pct)
                              for r in worst[~worst.moe].head(4).itertuples()])

@@ -1,4 +1,4 @@
-"""Megatron-Bridge's published pre-training throughput (NeMo containers 25.11 to 26.08; Llama 3 8B–405B, DeepSeek-V3, Qwen3 30B-A3B and 235B-A22B, GPT-OSS 120B; DGX H100, DGX B200 and GB200 NVL72; BF16 and FP8) as published runs, priced out of sample.
+"""Megatron-Bridge's published pre-training throughput (NeMo containers 25.11 to 26.08; Llama 3 8B–405B, DeepSeek-V3, Qwen3 30B-A3B and 235B-A22B, GPT-OSS 120B; DGX H100, B200 and B300, GB200 and GB300 NVL72; BF16 and FP8) as published runs, priced out of sample.
 
 Docs: https://supernode-nb.github.io/supernode_nb/10_cost/mbridge.html.md"""
 
@@ -8,24 +8,33 @@ Docs: https://supernode-nb.github.io/supernode_nb/10_cost/mbridge.html.md"""
 from __future__ import annotations
 import statistics
 from dataclasses import replace
+import numpy as np
 from ..foundation.config import ModelSpec, MODEL_PRESETS
 from .published import PublishedRun, predict_run, _pc, _mcore, _QWEN3_30B, _GPT_OSS, _DSV3, PUBLISHED_RUNS, MOE_FIT_RUNS
 
 # %% auto #0
-__all__ = ['MBRIDGE_MODELS', 'MBRIDGE_SYSTEMS', 'MBRIDGE_RUNS', 'mbridge_errors', 'mbridge_summary']
+__all__ = ['MBRIDGE_MODELS', 'MBRIDGE_SYSTEMS', 'MBRIDGE_RUNS', 'fit_gb300', 'gb300_leave_one_out', 'mbridge_errors',
+           'mbridge_summary']
 
 # %% ../../nbs/10_cost/19b_mbridge.ipynb #mbr05
 _SRC = ("NVIDIA-NeMo/Megatron-Bridge docs/performance-summary.md and performance-summary-archive.md at 067f987 (22 Aug 2026), "
         "{} container, DGX-{}, {}")
 # release, system, model, precision, GPUs, global batch, micro-batch, sequence, FSDP (0: distributed optimizer), tp, pp, cp, vp, ep,
-# tokens/s per GPU: every row of the 25.11-26.08 tables with a model, system and precision priced here
+# tokens/s per GPU: every pre-training row of the 25.11-26.08 tables with a model, precision and layout priced here
 _ROWS = [
     ("25.11", "GB200", "deepseek-v3", "bf16", 256, 4096, 1, 4096, 0, 1, 4, 1, 4, 64, 3139),
     ("25.11", "GB200", "deepseek-v3", "fp8", 256, 4096, 1, 4096, 0, 1, 8, 1, 4, 32, 4018),
+    ("25.11", "GB300", "deepseek-v3", "bf16", 256, 4096, 1, 4096, 0, 1, 2, 1, 4, 32, 3848),
+    ("25.11", "GB300", "deepseek-v3", "fp8", 256, 4096, 1, 4096, 0, 1, 2, 1, 4, 32, 4357),
     ("26.02", "B200", "deepseek-v3+mtp", "fp8", 256, 4096, 1, 4096, 0, 1, 16, 1, 1, 8, 2689),
     ("26.02.01", "B200", "deepseek-v3+mtp", "fp8", 256, 4096, 1, 4096, 0, 1, 16, 1, 1, 8, 2790),
     ("26.04", "B200", "deepseek-v3+mtp", "fp8", 256, 4096, 1, 4096, 0, 1, 16, 1, 1, 8, 2815),
     ("26.04.01", "B200", "deepseek-v3+mtp", "fp8", 256, 4096, 1, 4096, 0, 1, 8, 1, 2, 32, 3328),
+    ("26.02", "B300", "deepseek-v3+mtp", "fp8", 256, 4096, 1, 4096, 0, 1, 16, 1, 1, 8, 2983),
+    ("26.02.01", "B300", "deepseek-v3+mtp", "fp8", 256, 4096, 1, 4096, 0, 1, 16, 1, 1, 8, 3099),
+    ("26.04", "B300", "deepseek-v3+mtp", "fp8", 256, 4096, 1, 4096, 0, 1, 16, 1, 1, 8, 3131),
+    ("26.04.01", "B300", "deepseek-v3+mtp", "fp8", 256, 4096, 2, 4096, 0, 1, 8, 1, 1, 8, 3456),
+    ("26.06", "B300", "deepseek-v3+mtp", "fp8", 256, 4096, 2, 4096, 0, 1, 8, 1, 1, 8, 3541),
     ("26.02", "GB200", "deepseek-v3+mtp", "fp8", 256, 4096, 1, 4096, 0, 1, 4, 1, 4, 64, 3955),
     ("26.02.01", "GB200", "deepseek-v3+mtp", "fp8", 256, 4096, 1, 4096, 0, 1, 4, 1, 4, 64, 4021),
     ("26.04", "GB200", "deepseek-v3+mtp", "fp8", 256, 4096, 1, 4096, 0, 1, 4, 1, 4, 64, 4193),
@@ -33,11 +42,24 @@ _ROWS = [
     ("26.06", "GB200", "deepseek-v3+mtp", "fp8", 256, 4096, 1, 4096, 0, 1, 4, 1, 4, 64, 4969),
     ("26.06.01", "GB200", "deepseek-v3+mtp", "fp8", 256, 4096, 1, 4096, 0, 1, 4, 1, 4, 64, 4928),
     ("26.08", "GB200", "deepseek-v3+mtp", "fp8", 256, 4096, 1, 4096, 0, 1, 4, 1, 4, 64, 4912),
+    ("26.02", "GB300", "deepseek-v3+mtp", "fp8", 256, 4096, 2, 4096, 0, 1, 2, 1, 8, 32, 4612),
+    ("26.02.01", "GB300", "deepseek-v3+mtp", "fp8", 256, 4096, 2, 4096, 0, 1, 2, 1, 8, 32, 4691),
+    ("26.04", "GB300", "deepseek-v3+mtp", "fp8", 256, 4096, 2, 4096, 0, 1, 2, 1, 8, 32, 4965),
+    ("26.04.01", "GB300", "deepseek-v3+mtp", "fp8", 256, 4096, 2, 4096, 0, 1, 2, 1, 8, 32, 4992),
+    ("26.06", "GB300", "deepseek-v3+mtp", "fp8", 256, 4096, 1, 4096, 0, 1, 2, 1, 8, 32, 6338),
+    ("26.06", "GB300", "deepseek-v3+mtp", "fp8", 256, 15360, 1, 4096, 0, 1, 2, 1, 8, 32, 6422),
+    ("26.06.01", "GB300", "deepseek-v3+mtp", "fp8", 256, 4096, 1, 4096, 0, 1, 2, 1, 8, 32, 6304),
+    ("26.08", "GB300", "deepseek-v3+mtp", "fp8", 256, 4096, 1, 4096, 0, 1, 2, 1, 8, 32, 6288),
     ("25.11", "B200", "gpt-oss-120b", "bf16", 64, 512, 4, 4096, 0, 1, 1, 1, 1, 8, 8213),
     ("26.02", "B200", "gpt-oss-120b", "bf16", 64, 1280, 4, 4096, 0, 1, 1, 1, 1, 64, 8047),
     ("26.02.01", "B200", "gpt-oss-120b", "bf16", 64, 1280, 4, 4096, 0, 1, 1, 1, 1, 8, 13722),
     ("26.04", "B200", "gpt-oss-120b", "bf16", 64, 1280, 4, 4096, 0, 1, 1, 1, 1, 8, 13045),
     ("26.04.01", "B200", "gpt-oss-120b", "bf16", 64, 1280, 4, 4096, 0, 1, 1, 1, 1, 8, 13568),
+    ("26.02", "B300", "gpt-oss-120b", "bf16", 64, 1280, 4, 4096, 0, 1, 1, 1, 1, 64, 8359),
+    ("26.02.01", "B300", "gpt-oss-120b", "bf16", 64, 1280, 4, 4096, 0, 1, 1, 1, 1, 8, 15031),
+    ("26.04", "B300", "gpt-oss-120b", "bf16", 64, 1280, 4, 4096, 0, 1, 1, 1, 1, 8, 15114),
+    ("26.04.01", "B300", "gpt-oss-120b", "bf16", 64, 1280, 4, 4096, 0, 1, 1, 1, 1, 8, 15232),
+    ("26.06", "B300", "gpt-oss-120b", "fp8", 64, 1280, 4, 4096, 0, 1, 1, 1, 1, 8, 18534),
     ("25.11", "GB200", "gpt-oss-120b", "bf16", 64, 1280, 1, 8192, 0, 1, 1, 1, 1, 64, 15876),
     ("26.02", "GB200", "gpt-oss-120b", "bf16", 64, 1280, 4, 4096, 0, 1, 1, 1, 1, 64, 15784),
     ("26.02.01", "GB200", "gpt-oss-120b", "bf16", 64, 1280, 4, 4096, 0, 1, 1, 1, 1, 64, 15754),
@@ -45,6 +67,13 @@ _ROWS = [
     ("26.04.01", "GB200", "gpt-oss-120b", "bf16", 64, 1280, 4, 4096, 0, 1, 1, 1, 1, 64, 16640),
     ("26.06", "GB200", "gpt-oss-120b", "fp8", 64, 1280, 4, 4096, 0, 1, 1, 1, 1, 64, 28947),
     ("26.08", "GB200", "gpt-oss-120b", "fp8", 64, 1280, 4, 4096, 0, 1, 1, 1, 1, 64, 28672),
+    ("25.11", "GB300", "gpt-oss-120b", "bf16", 64, 1280, 2, 8192, 0, 1, 1, 1, 1, 64, 18347),
+    ("26.02", "GB300", "gpt-oss-120b", "bf16", 64, 1280, 4, 4096, 0, 1, 1, 1, 1, 64, 19412),
+    ("26.02.01", "GB300", "gpt-oss-120b", "bf16", 64, 1280, 4, 4096, 0, 1, 1, 1, 1, 64, 19366),
+    ("26.04", "GB300", "gpt-oss-120b", "bf16", 64, 1280, 4, 4096, 0, 1, 1, 1, 1, 64, 19275),
+    ("26.04.01", "GB300", "gpt-oss-120b", "bf16", 64, 1280, 4, 4096, 0, 1, 1, 1, 1, 64, 19200),
+    ("26.06", "GB300", "gpt-oss-120b", "fp8", 64, 1280, 4, 4096, 0, 1, 1, 1, 1, 16, 33166),
+    ("26.08", "GB300", "gpt-oss-120b", "fp8", 64, 1280, 4, 4096, 0, 1, 1, 1, 1, 16, 33024),
     ("25.11", "H100", "gpt-oss-120b", "bf16", 64, 512, 4, 4096, 0, 1, 4, 1, 1, 8, 5630),
     ("26.02", "H100", "gpt-oss-120b", "bf16", 64, 1280, 1, 4096, 0, 1, 4, 1, 1, 8, 5993),
     ("26.02.01", "H100", "gpt-oss-120b", "bf16", 64, 1280, 1, 4096, 0, 1, 4, 1, 1, 8, 5984),
@@ -59,6 +88,15 @@ _ROWS = [
     ("26.04", "GB200", "llama3-70b", "fp8", 64, 256, 2, 8192, 64, 1, 1, 1, 1, 1, 4143),
     ("26.04.01", "GB200", "llama3-70b", "fp8", 64, 256, 2, 8192, 64, 1, 1, 1, 1, 1, 4224),
     ("26.04.01", "GB200", "llama3-70b", "fp8", 64, 256, 1, 8192, 0, 2, 4, 1, 5, 1, 3712),
+    ("25.11", "GB300", "llama3-70b", "fp8", 64, 256, 2, 8192, 64, 1, 1, 1, 1, 1, 4520),
+    ("26.02", "GB300", "llama3-70b", "fp8", 64, 256, 1, 8192, 0, 1, 4, 1, 5, 1, 4596),
+    ("26.02", "GB300", "llama3-70b", "fp8", 64, 256, 2, 8192, 64, 1, 1, 1, 1, 1, 5003),
+    ("26.02.01", "GB300", "llama3-70b", "fp8", 64, 256, 2, 8192, 0, 1, 4, 1, 1, 1, 4798),
+    ("26.02.01", "GB300", "llama3-70b", "fp8", 64, 256, 2, 8192, 64, 1, 1, 1, 1, 1, 5243),
+    ("26.04", "GB300", "llama3-70b", "fp8", 64, 256, 1, 8192, 0, 1, 4, 1, 5, 1, 4742),
+    ("26.04", "GB300", "llama3-70b", "fp8", 64, 256, 2, 8192, 64, 1, 1, 1, 1, 1, 5243),
+    ("26.04.01", "GB300", "llama3-70b", "fp8", 64, 256, 2, 8192, 64, 1, 1, 1, 1, 1, 5248),
+    ("26.04.01", "GB300", "llama3-70b", "fp8", 64, 256, 1, 8192, 0, 1, 4, 1, 5, 1, 4864),
     ("25.11", "H100", "llama3-70b", "fp8", 64, 128, 1, 8192, 0, 4, 8, 1, 5, 1, 1602),
     ("26.02", "H100", "llama3-70b", "fp8", 64, 256, 1, 8192, 0, 4, 8, 1, 5, 1, 1621),
     ("26.02.01", "H100", "llama3-70b", "fp8", 64, 256, 1, 8192, 0, 4, 8, 1, 5, 1, 1639),
@@ -66,6 +104,7 @@ _ROWS = [
     ("26.04.01", "H100", "llama3-70b", "fp8", 64, 256, 1, 8192, 0, 4, 8, 1, 5, 1, 1664),
     ("25.11", "B200", "llama3-8b", "fp8", 8, 128, 2, 8192, 0, 1, 1, 1, 1, 1, 30624),
     ("25.11", "GB200", "llama3-8b", "fp8", 8, 128, 2, 8192, 0, 1, 1, 1, 1, 1, 31508),
+    ("25.11", "GB300", "llama3-8b", "fp8", 8, 128, 2, 8192, 0, 1, 1, 1, 1, 1, 37556),
     ("25.11", "H100", "llama3-8b", "fp8", 8, 128, 1, 8192, 8, 1, 1, 1, 1, 1, 14451),
     ("25.11", "B200", "llama3.1-405b", "fp8", 128, 64, 1, 8192, 0, 4, 8, 2, 8, 1, 661),
     ("25.11", "GB200", "llama3.1-405b", "fp8", 256, 1536, 1, 8192, 0, 4, 16, 1, 4, 1, 813),
@@ -79,6 +118,17 @@ _ROWS = [
     ("26.04.01", "GB200", "llama3.1-405b", "fp8", 256, 1536, 1, 8192, 0, 4, 16, 1, 8, 1, 800),
     ("26.06", "GB200", "llama3.1-405b", "fp8", 256, 1536, 1, 8192, 0, 4, 16, 1, 4, 1, 843),
     ("26.06", "GB200", "llama3.1-405b", "fp8", 256, 1536, 1, 8192, 0, 4, 16, 1, 8, 1, 783),
+    ("25.11", "GB300", "llama3.1-405b", "fp8", 256, 1536, 1, 8192, 0, 2, 8, 2, 4, 1, 999),
+    ("26.02", "GB300", "llama3.1-405b", "fp8", 256, 1536, 1, 8192, 0, 2, 8, 2, 4, 1, 931),
+    ("26.02", "GB300", "llama3.1-405b", "fp8", 256, 1536, 1, 8192, 0, 4, 8, 1, 4, 1, 988),
+    ("26.02.01", "GB300", "llama3.1-405b", "fp8", 256, 1536, 1, 8192, 0, 2, 8, 2, 4, 1, 949),
+    ("26.02.01", "GB300", "llama3.1-405b", "fp8", 256, 1536, 1, 8192, 0, 2, 8, 2, 4, 1, 1024),
+    ("26.04", "GB300", "llama3.1-405b", "fp8", 256, 1536, 1, 8192, 0, 2, 8, 2, 4, 1, 968),
+    ("26.04", "GB300", "llama3.1-405b", "fp8", 256, 1536, 1, 8192, 0, 4, 8, 1, 4, 1, 1036),
+    ("26.04.01", "GB300", "llama3.1-405b", "fp8", 256, 1536, 1, 8192, 0, 4, 8, 1, 4, 1, 1024),
+    ("26.04.01", "GB300", "llama3.1-405b", "fp8", 256, 1536, 1, 8192, 0, 2, 8, 2, 4, 1, 960),
+    ("26.06", "GB300", "llama3.1-405b", "fp8", 256, 1536, 1, 8192, 0, 4, 8, 1, 4, 1, 1048),
+    ("26.06", "GB300", "llama3.1-405b", "fp8", 256, 1536, 1, 8192, 0, 2, 8, 2, 4, 1, 952),
     ("25.11", "H100", "llama3.1-405b", "fp8", 1024, 512, 1, 8192, 0, 8, 8, 2, 8, 1, 292),
     ("26.02", "H100", "llama3.1-405b", "fp8", 1024, 1536, 1, 8192, 0, 8, 8, 2, 8, 1, 311),
     ("26.04.01", "H100", "llama3.1-405b", "fp8", 1024, 1536, 1, 8192, 0, 8, 8, 2, 8, 1, 328),
@@ -86,6 +136,10 @@ _ROWS = [
     ("25.11", "B200", "qwen3-235b-a22b", "fp8", 64, 1024, 1, 4096, 0, 1, 8, 1, 2, 8, 3269),
     ("26.02", "B200", "qwen3-235b-a22b", "fp8", 256, 8192, 1, 4096, 0, 1, 8, 1, 1, 8, 3805),
     ("26.04.01", "B200", "qwen3-235b-a22b", "fp8", 256, 8192, 1, 4096, 0, 1, 8, 1, 1, 8, 3776),
+    ("26.02", "B300", "qwen3-235b-a22b", "fp8", 256, 8192, 1, 4096, 0, 1, 8, 1, 4, 8, 2691),
+    ("26.02.01", "B300", "qwen3-235b-a22b", "fp8", 256, 8192, 1, 4096, 0, 1, 8, 1, 4, 8, 2644),
+    ("26.04", "B300", "qwen3-235b-a22b", "fp8", 256, 8192, 2, 4096, 0, 1, 8, 1, 1, 8, 4865),
+    ("26.04.01", "B300", "qwen3-235b-a22b", "fp8", 256, 8192, 2, 4096, 0, 1, 8, 1, 1, 8, 5936),
     ("25.11", "GB200", "qwen3-235b-a22b", "bf16", 256, 8192, 1, 4096, 0, 1, 8, 1, 3, 32, 4916),
     ("26.02", "GB200", "qwen3-235b-a22b", "fp8", 256, 8192, 1, 4096, 0, 1, 8, 1, 1, 32, 5448),
     ("26.02.01", "GB200", "qwen3-235b-a22b", "fp8", 256, 8192, 1, 4096, 0, 1, 8, 1, 1, 32, 5530),
@@ -94,11 +148,24 @@ _ROWS = [
     ("26.06", "GB200", "qwen3-235b-a22b", "fp8", 256, 8192, 1, 4096, 0, 1, 8, 1, 3, 32, 7376),
     ("26.06.01", "GB200", "qwen3-235b-a22b", "fp8", 256, 8192, 1, 4096, 0, 1, 8, 1, 3, 32, 7360),
     ("26.08", "GB200", "qwen3-235b-a22b", "fp8", 256, 8192, 1, 4096, 0, 1, 8, 1, 3, 32, 7280),
+    ("25.11", "GB300", "qwen3-235b-a22b", "bf16", 256, 8192, 2, 4096, 0, 1, 4, 1, 12, 16, 6131),
+    ("26.02", "GB300", "qwen3-235b-a22b", "fp8", 256, 8192, 2, 4096, 0, 1, 4, 1, 1, 32, 6583),
+    ("26.02.01", "GB300", "qwen3-235b-a22b", "fp8", 256, 8192, 2, 4096, 0, 1, 4, 1, 1, 32, 6583),
+    ("26.04", "GB300", "qwen3-235b-a22b", "fp8", 256, 8192, 2, 4096, 0, 1, 4, 1, 12, 32, 6994),
+    ("26.04.01", "GB300", "qwen3-235b-a22b", "fp8", 256, 8192, 2, 4096, 0, 1, 4, 1, 12, 32, 6944),
+    ("26.06", "GB300", "qwen3-235b-a22b", "fp8", 256, 8192, 2, 4096, 0, 1, 4, 1, 12, 32, 9015),
+    ("26.06.01", "GB300", "qwen3-235b-a22b", "fp8", 256, 8192, 2, 4096, 0, 1, 4, 1, 12, 32, 9008),
+    ("26.08", "GB300", "qwen3-235b-a22b", "fp8", 256, 8192, 2, 4096, 0, 1, 4, 1, 12, 32, 8816),
     ("25.11", "B200", "qwen3-30b-a3b", "fp8", 8, 512, 1, 4096, 0, 1, 1, 1, 1, 8, 9299),
     ("26.02", "B200", "qwen3-30b-a3b", "fp8", 8, 512, 1, 4096, 0, 1, 1, 1, 1, 8, 9691),
     ("26.02.01", "B200", "qwen3-30b-a3b", "fp8", 8, 512, 4, 4096, 0, 1, 1, 1, 1, 8, 26695),
     ("26.04", "B200", "qwen3-30b-a3b", "fp8", 8, 512, 4, 4096, 0, 1, 1, 1, 1, 8, 26859),
     ("26.04.01", "B200", "qwen3-30b-a3b", "fp8", 8, 512, 4, 4096, 0, 1, 1, 1, 1, 8, 27136),
+    ("26.02", "B300", "qwen3-30b-a3b", "fp8", 8, 512, 8, 4096, 0, 1, 1, 1, 1, 8, 29521),
+    ("26.02.01", "B300", "qwen3-30b-a3b", "fp8", 8, 512, 8, 4096, 0, 1, 1, 1, 1, 8, 29454),
+    ("26.04", "B300", "qwen3-30b-a3b", "fp8", 8, 512, 8, 4096, 0, 1, 1, 1, 1, 8, 30553),
+    ("26.04.01", "B300", "qwen3-30b-a3b", "fp8", 8, 512, 8, 4096, 0, 1, 1, 1, 1, 8, 30720),
+    ("26.06", "B300", "qwen3-30b-a3b", "fp8", 8, 512, 8, 4096, 0, 1, 1, 1, 1, 8, 40769),
     ("25.11", "GB200", "qwen3-30b-a3b", "fp8", 8, 512, 4, 4096, 0, 1, 1, 1, 1, 8, 23766),
     ("26.02", "GB200", "qwen3-30b-a3b", "fp8", 8, 512, 4, 4096, 0, 1, 1, 1, 1, 8, 26084),
     ("26.02.01", "GB200", "qwen3-30b-a3b", "fp8", 8, 512, 4, 4096, 0, 1, 1, 1, 1, 8, 26373),
@@ -107,13 +174,20 @@ _ROWS = [
     ("26.06", "GB200", "qwen3-30b-a3b", "fp8", 8, 512, 4, 4096, 0, 1, 1, 1, 1, 8, 40706),
     ("26.06.01", "GB200", "qwen3-30b-a3b", "fp8", 8, 512, 4, 4096, 0, 1, 1, 1, 1, 8, 40960),
     ("26.08", "GB200", "qwen3-30b-a3b", "fp8", 8, 512, 4, 4096, 0, 1, 1, 1, 1, 8, 39936),
+    ("25.11", "GB300", "qwen3-30b-a3b", "fp8", 8, 512, 4, 4096, 0, 1, 1, 1, 1, 8, 28934),
+    ("26.02", "GB300", "qwen3-30b-a3b", "fp8", 8, 512, 8, 4096, 0, 1, 1, 1, 1, 8, 30376),
+    ("26.02.01", "GB300", "qwen3-30b-a3b", "fp8", 8, 512, 8, 4096, 0, 1, 1, 1, 1, 8, 30411),
+    ("26.04", "GB300", "qwen3-30b-a3b", "fp8", 8, 512, 8, 4096, 0, 1, 1, 1, 1, 8, 31470),
+    ("26.04.01", "GB300", "qwen3-30b-a3b", "fp8", 8, 512, 8, 4096, 0, 1, 1, 1, 1, 8, 31744),
+    ("26.06", "GB300", "qwen3-30b-a3b", "fp8", 8, 512, 8, 4096, 0, 1, 1, 1, 1, 8, 45275),
+    ("26.06.01", "GB300", "qwen3-30b-a3b", "fp8", 8, 512, 8, 4096, 0, 1, 1, 1, 1, 8, 44544),
+    ("26.08", "GB300", "qwen3-30b-a3b", "fp8", 8, 512, 8, 4096, 0, 1, 1, 1, 1, 8, 44544),
     ("25.11", "H100", "qwen3-30b-a3b", "fp8", 16, 512, 2, 4096, 0, 1, 2, 1, 24, 8, 5275),
     ("26.02", "H100", "qwen3-30b-a3b", "fp8", 16, 1024, 1, 4096, 0, 1, 2, 1, 12, 8, 5113),
     ("26.02.01", "H100", "qwen3-30b-a3b", "fp8", 16, 1024, 1, 4096, 0, 1, 2, 1, 12, 8, 9058),
     ("26.04", "H100", "qwen3-30b-a3b", "fp8", 16, 1024, 1, 4096, 0, 1, 1, 1, 1, 16, 8901),
     ("26.04.01", "H100", "qwen3-30b-a3b", "fp8", 16, 1024, 1, 4096, 0, 1, 1, 1, 1, 16, 8960),
     ("26.06", "H100", "qwen3-30b-a3b", "fp8", 16, 1024, 1, 4096, 0, 1, 1, 1, 1, 16, 8826),
-
 ]
 
 # %% ../../nbs/10_cost/19b_mbridge.ipynb #mbr06
@@ -124,32 +198,47 @@ MBRIDGE_MODELS: dict[str, ModelSpec] = {
     "deepseek-v3+mtp": replace(_DSV3, name="deepseek-v3+mtp"),    # its multi-token-prediction layer is not priced (~4 % of FLOPs)
     "qwen3-235b-a22b": ModelSpec("qwen3-235b-a22b", layers=94, hidden=4096, heads=64, kv_heads=4, kv_channels=128, ffn_hidden=1536,
                                  vocab=151936, seq_len=4096, experts=128, top_k=8, gated_mlp=True, bias=False, learned_pos=False)}
-MBRIDGE_SYSTEMS = {"H100": "dgx-h100-superpod", "B200": "dgx-b200-superpod", "GB200": "gb200-nvl72"}
+MBRIDGE_SYSTEMS = {"H100": "dgx-h100-superpod", "B200": "dgx-b200-superpod", "GB200": "gb200-nvl72", "B300": "dgx-b300-superpod",
+                   "GB300": "gb300-nvl72"}
 
-def _run(rel, system, model, dtype, n, gbs, mbs, seq, fsdp, tp, pp, cp, vp, ep, val) -> PublishedRun:
-    "One table row as a published run, priced as `published` prices Megatron-Bridge's rows."
+def _run(i, rel, system, model, dtype, n, gbs, mbs, seq, fsdp, tp, pp, cp, vp, ep, val) -> PublishedRun:
+    "Row `i` of the table as a published run, priced as `published` prices Megatron-Bridge's rows."
     m = replace(MBRIDGE_MODELS[model], seq_len=seq)
     if m.is_moe: c = _pc(dp=n // (tp * pp * cp), tp=tp, pp=pp, cp=cp, ep=ep, micro_batch_size=mbs, global_batch_size=gbs,
                          zero=3 if fsdp else 1, sequence_parallel=tp > 1, schedule="interleaved" if vp > 1 else "1f1b",
                          virtual_stages=vp, reduce_dtype="fp32")
     else: c = _mcore(n, tp, pp, cp, vp, mbs, gbs, 3 if fsdp else 1)
-    return PublishedRun(f"mbr-{rel}-{system.lower()}-{model}-{dtype}-{n}", m, c, MBRIDGE_SYSTEMS[system], "tokens_per_s_per_device", val,
+    return PublishedRun(f"mbr{i:03d}-{rel}-{system.lower()}-{model}-{dtype}-{n}", m, c, MBRIDGE_SYSTEMS[system], "tokens_per_s_per_device", val,
                         _SRC.format(rel, system, dtype.upper()), "SP and TP overlap where tp > 1, flash attention, fused loss, no recompute; "
                         "force-balanced dropless MoE routing (the tables' note), alltoall dispatcher; CUDA graphs and per-module recompute "
                         "not priced", allow_uneven=True, tp_overlap=tp > 1, flash=True, fp8_linear=dtype == "fp8", loss="megatron-fused")
 
-MBRIDGE_RUNS: list[PublishedRun] = [_run(*r) for r in _ROWS]
+MBRIDGE_RUNS: list[PublishedRun] = [_run(i, *r) for i, r in enumerate(_ROWS)]   # named by row: MXFP8 and FP8 rows share the rest
 
 # %% ../../nbs/10_cost/19b_mbridge.ipynb #mbr10
+def fit_gb300(runs=None,                                     # rows (default: the dense GB300 rows of `MBRIDGE_RUNS`)
+              grid=np.arange(0.5, 0.9001, 0.005)) -> float:  # matmul efficiencies tried
+    "`steptime.EFFICIENCY_MBRIDGE['B300 (GB300)']`: the efficiency minimising the squared log error over GB300's dense rows."
+    runs = [r for r in MBRIDGE_RUNS if r.topology == "gb300-nvl72" and not r.model.is_moe] if runs is None else runs
+    err = np.stack([np.log(predict_run(r, grid) / r.value) for r in runs])
+    return round(float(grid[int(np.argmin((err ** 2).sum(axis=0)))]), 3)
+
+def gb300_leave_one_out() -> list[float]:
+    "Error % of each dense GB300 row priced at the efficiency fitted on the other rows."
+    runs = [r for r in MBRIDGE_RUNS if r.topology == "gb300-nvl72" and not r.model.is_moe]
+    return [round(100 * (float(predict_run(r, fit_gb300([o for o in runs if o is not r]))) / r.value - 1), 1) for r in runs]
+
+# %% ../../nbs/10_cost/19b_mbridge.ipynb #mbr13
 def _fitted(r: PublishedRun) -> bool:
-    "Whether `published` fits on this row: `PUBLISHED_RUNS` (efficiencies) or `MOE_FIT_RUNS` (the MoE host hold), same release."
+    "Whether a fit uses this row: `published`'s table or `MOE_FIT_RUNS` (same release), or GB300's dense rows (`fit_gb300`)."
+    if r.topology == "gb300-nvl72" and not r.model.is_moe: return True
     rel = r.source.split(", ")[1]                              # "26.02 container", as `published` cites it
     return any(p.topology == r.topology and p.value == r.value and p.config.world_size == r.config.world_size and rel in p.source
                for p in (*PUBLISHED_RUNS, *MOE_FIT_RUNS))
 
 def mbridge_errors(runs=None,          # rows (default: `MBRIDGE_RUNS`)
                    moe_host_s=None):   # the MoE host hold to price with (None: `steptime.MOE_HOST_S`)
-    "Published and predicted tokens/s per GPU of each row, the error %, and whether `published` fits on it (DataFrame)."
+    "Published and predicted tokens/s per GPU of each row, the error %, and whether a fit uses it (DataFrame)."
     import pandas as pd
     out = []
     for r in MBRIDGE_RUNS if runs is None else runs:
@@ -168,8 +257,9 @@ def _band(e) -> dict:
                 signed_median=round(statistics.median(e), 1))
 
 def mbridge_summary(df=None) -> dict:
-    "|error| of the rows `published` does not fit on: dense, MoE, and MoE by release."
+    "|error| of the rows no fit uses: dense, MoE, and MoE by release; and GB300's dense rows leave-one-out."
     df = mbridge_errors() if df is None else df
     o = df[~df.fitted]
     return dict(dense=_band(list(o[~o.moe].error_pct)), moe=_band(list(o[o.moe].error_pct)), fitted_rows=int(df.fitted.sum()),
-                moe_by_release={k: _band(list(g.error_pct)) for k, g in o[o.moe].groupby("release")})
+                moe_by_release={k: _band(list(g.error_pct)) for k, g in o[o.moe].groupby("release")},
+                gb300_dense_leave_one_out=_band(gb300_leave_one_out()))

@@ -15,11 +15,11 @@ from .memory import (_counts, _memory, step_flops, SCHEDULE_CODE, RECOMPUTE_CODE
                                      DDP_BUCKET_BYTES)
 
 # %% auto #0
-__all__ = ['AXIS_GROUPS', 'FP32_TFLOPS', 'FP32_RATIO_ASSUMED', 'FP8_TFLOPS', 'EFFICIENCY', 'ATTENTION_KERNELS', 'FA2_ON_HOPPER',
-           'SM90_PLUS', 'HBM_EFFICIENCY', 'BUS_EFFICIENCY', 'ELEM_REPLICATED', 'CAUSAL_EXECUTED', 'OPS_PER_LAYER',
-           'KERNEL_GAP_S', 'OVERLAP_CONTENTION', 'MOE_HOST_S', 'SCORE_ELEMS', 'LOSS_BYTES', 'EAGER_REPLICATED',
-           'EAGER_BACKWARD', 'FP8_CAST_BYTES', 'COMM_AXES', 'ENGINE_BUCKET_BYTES', 'peak_tflops', 'efficiency_for',
-           'attention_slowdown', 'blocking_collectives', 'collectives_per_step']
+__all__ = ['AXIS_GROUPS', 'FP32_TFLOPS', 'FP32_RATIO_ASSUMED', 'FP8_TFLOPS', 'EFFICIENCY', 'EFFICIENCY_MBRIDGE',
+           'ATTENTION_KERNELS', 'FA2_ON_HOPPER', 'SM90_PLUS', 'HBM_EFFICIENCY', 'BUS_EFFICIENCY', 'ELEM_REPLICATED',
+           'CAUSAL_EXECUTED', 'OPS_PER_LAYER', 'KERNEL_GAP_S', 'OVERLAP_CONTENTION', 'MOE_HOST_S', 'SCORE_ELEMS',
+           'LOSS_BYTES', 'EAGER_REPLICATED', 'EAGER_BACKWARD', 'FP8_CAST_BYTES', 'COMM_AXES', 'ENGINE_BUCKET_BYTES',
+           'peak_tflops', 'efficiency_for', 'attention_slowdown', 'blocking_collectives', 'collectives_per_step']
 
 # %% ../../nbs/10_cost/16_steptime.ipynb #43197a2d
 AXIS_GROUPS = {"tp": "tp", "cp": "cp", "dp": "dp-cp", "pp": "pp", "ep": "ep", "edp": "edp"}   # axis -> layout group its collectives use
@@ -81,10 +81,10 @@ def _placement_links(placement, cfg: ParallelConfig, max_groups: int = 16) -> di
 
 # %% ../../nbs/10_cost/16_steptime.ipynb #3967e015
 FP32_TFLOPS = {"A100 80GB SXM": 19.5, "H100 SXM": 66.9, "H100 96GB HBM2e (500 W)": 66.9, "B200 (GB200)": 80.0,
-               "B200 (DGX B200)": 80.0}  # datasheets, fp32 without TF32
+               "B200 (DGX B200)": 80.0, "B300 (GB300)": 80.0, "B300 (DGX B300)": 75.0}  # datasheets, fp32 without TF32
 FP32_RATIO_ASSUMED = 1 / 8        # accelerators without an fp32 figure here: 1/8 of the bf16 peak (assumed)
 FP8_TFLOPS = {"H100 SXM": 1978.9, "H100 96GB HBM2e (500 W)": 1978.9, "B200 (GB200)": 5000.0,
-              "B200 (DGX B200)": 4500.0}   # datasheets, dense float8 (half the sparse figure)
+              "B200 (DGX B200)": 4500.0, "B300 (GB300)": 5000.0, "B300 (DGX B300)": 4500.0}   # datasheets, dense float8 (half the sparse figure)
 
 def peak_tflops(chip, dtype: str = "bf16") -> tuple[float, str]:   # a `topology.Chip`; bf16, fp16, fp32 or fp8
     "(peak TFLOP/s of `chip` in `dtype`, where the figure comes from)."
@@ -99,16 +99,19 @@ def peak_tflops(chip, dtype: str = "bf16") -> tuple[float, str]:   # a `topology
 
 EFFICIENCY: dict[str, float] = {   # chip name -> matmul efficiency, fitted to published runs (`published`)
     "H100 SXM": 0.645, "A100 80GB SXM": 0.675, "H100 96GB HBM2e (500 W)": 0.555, "B200 (GB200)": 0.62}
+EFFICIENCY_MBRIDGE: dict[str, float] = {   # fitted to the only published runs of the chip, Megatron-Bridge's (`mbridge.fit_gb300`)
+    "B300 (GB300)": 0.745}                 # at 1,400 W it sustains ~1.2x GB200's rate under the same datasheet peak
 
 def efficiency_for(chip, efficiency: float | None = None) -> tuple[float, str]:
     "(efficiency, where it came from) for `chip`: the given value, the fitted one, or the fitted mean."
     if efficiency is not None:
         if not 0 < efficiency <= 1: raise ValueError(f"efficiency={efficiency} must be in (0, 1]")
         return float(efficiency), "given"
-    if chip.name in EFFICIENCY: return EFFICIENCY[chip.name], f"fitted to published runs ({chip.name})"
+    fitted = {**EFFICIENCY, **EFFICIENCY_MBRIDGE}
+    if chip.name in fitted: return fitted[chip.name], f"fitted to published runs ({chip.name})"
     die = lambda n: n.split(" (")[0]                       # "B200 (DGX B200)" and "B200 (GB200)": one die at two power limits
-    same = [k for k in EFFICIENCY if die(k) == die(chip.name)]
-    if same: return EFFICIENCY[same[0]], f"fitted to published runs of the same die ({same[0]})"
+    same = [k for k in fitted if die(k) == die(chip.name)]
+    if same: return fitted[same[0]], f"fitted to published runs of the same die ({same[0]})"
     return float(np.mean(list(EFFICIENCY.values()))), f"uncalibrated: no published runs for {chip.name!r}; mean of fitted devices"
 
 ATTENTION_KERNELS = ("native", "fa2")

@@ -13,10 +13,11 @@ import numpy as np
 from fastcore.basics import patch
 
 # %% auto #0
-__all__ = ['GiB', 'SCOPES', 'SELF', 'A100', 'H100', 'B200', 'B200_DGX', 'ASCEND_910B', 'ASCEND_910C', 'ASCEND_910C_DIE',
-           'TOPOLOGY_PRESETS', 'SIZE_PARAM', 'Chip', 'LinkLevel', 'Plane', 'Device', 'Path', 'TopologyError',
-           'Topology', 'cloudmatrix384', 'atlas_a2_pod', 'atlas_a3_superpod', 'dgx_a100_superpod', 'dgx_h100_superpod',
-           'dgx_b200_superpod', 'gb200_nvl72', 'local_cpu', 'get_topology', 'topology_for']
+__all__ = ['GiB', 'SCOPES', 'SELF', 'A100', 'H100', 'B200', 'B200_DGX', 'B300', 'B300_DGX', 'ASCEND_910B', 'ASCEND_910C',
+           'ASCEND_910C_DIE', 'TOPOLOGY_PRESETS', 'SIZE_PARAM', 'Chip', 'LinkLevel', 'Plane', 'Device', 'Path',
+           'TopologyError', 'Topology', 'cloudmatrix384', 'atlas_a2_pod', 'atlas_a3_superpod', 'dgx_a100_superpod',
+           'dgx_h100_superpod', 'dgx_b200_superpod', 'dgx_b300_superpod', 'gb200_nvl72', 'gb300_nvl72', 'local_cpu',
+           'get_topology', 'topology_for']
 
 # %% ../../nbs/00_foundation/02_topology.ipynb #7ae6ce8b
 @dataclass(frozen=True)
@@ -238,6 +239,10 @@ B200 = Chip("B200 (GB200)", 2500.0, 186 * GiB, 8000.0,
             "NVIDIA GB200 NVL72 page: 180 PF dense bf16, 13.4 TB HBM3e, 576 TB/s per 72 GPUs (secondary; not in hardware.md)")
 B200_DGX = Chip("B200 (DGX B200)", 2250.0, 180 * GiB, 8000.0, "NVIDIA DGX B200 page: the GB200's die at 1,000 W: 72 PF FP8 "
                 "sparse per 8 GPUs (2.25 PF dense bf16 each), 1,440 GB HBM3e, 64 TB/s (secondary; not in hardware.md)")
+B300 = Chip("B300 (GB300)", 2500.0, 279 * 10**9, 8000.0, "Blackwell Ultra at 1,400 W: GB300 NVL72's 360 PF FP8 / 72 (5 dense each), "
+            "2.5 PF dense bf16, 279 GB usable HBM3e (secondary: NVIDIA's GB300 page via glennklockwood.com, verda.com)")
+B300_DGX = Chip("B300 (DGX B300)", 2250.0, 270 * 10**9, 7700.0, "Blackwell Ultra at 1,100 W: HGX B300 2.25 PF dense bf16, 4.5 "
+                "FP8, 270 GB usable HBM3e, 7.7 TB/s (secondary: glennklockwood.com, verda.com)")
 ASCEND_910B = Chip("Ascend 910B", 320.0, 64 * GiB, 1600.0,
                    "secondary; disputed (256–414 TFLOP/s, 32 or 64 GB, ~1.6 TB/s): tunable defaults")
 ASCEND_910C = Chip("Ascend 910C", 752.0, 128 * GiB, 3200.0, "arXiv 2506.12708 and secondary summaries (one package, two dies)")
@@ -307,57 +312,54 @@ def atlas_a3_superpod(nodes: int = 24) -> Topology:
                     nodes_per_domain=24, vendor="ascend", preset="atlas-a3-superpod", sizes=dict(nodes=nodes))
 
 # %% ../../nbs/00_foundation/02_topology.ipynb #0b98d93a
-def dgx_a100_superpod(nodes: int = 20) -> Topology:
-    """DGX A100 SuperPOD (Selene): 8 A100 per node on NVSwitch, NVLink 300 GB/s per direction; 8 × 200 Gb/s HDR IB per
-    node (one per GPU) in a 3-level fat tree, + 2 storage NICs (Megatron SC21 §5; NVIDIA datasheet).
-    Supernode = a scalable unit of 20 nodes (NVIDIA's DGX SuperPOD reference architecture; not in hardware.md).
-    Data, management and service plane figures and all latencies are assumed defaults."""
+def _dgx(preset: str, chip: Chip, nodes: int, nvlink_GBps: float, nic_Gbps: int, source: str, su: int = 32) -> Topology:
+    "A DGX SuperPOD: 8 GPUs per node on NVSwitch, one `nic_Gbps` NIC per GPU, two storage ports of that speed per node."
     _check_size("nodes", nodes)
-    levels = (LinkLevel("nvlink", "node", 300.0, 2e-6, "nvlink", "NVLink3 300 GB/s per direction (Megatron SC21 §5); " + _ASSUMED_LAT),
-              LinkLevel("ib", "cluster", 25.0, 5e-6, "parameter", "HDR 200 Gb/s per GPU (Megatron SC21 §5); " + _ASSUMED_LAT))
-    planes = _planes(Plane("nvlink", 8 * 300.0, "collectives inside the node (NVSwitch)", "Megatron SC21 §5"),
-                     (200.0, "compute fabric: 8 × 200 Gb/s HDR IB per node"), (50.0, "assumed: shares the storage fabric"),
-                     (50.0, "2 × 200 Gb/s storage NICs per node (Megatron SC21 §5)"), (12.5, "assumed: 100GbE in-band"),
-                     (12.5, "assumed: 100GbE in-band"))
-    return Topology("dgx-a100-superpod", A100, levels, planes, devices_per_node=8, nodes=nodes, nodes_per_domain=1,
-                    nodes_per_supernode=20, vendor="nvidia", preset="dgx-a100-superpod", sizes=dict(nodes=nodes))
+    nic = nic_Gbps / 8                                    # GB/s per GPU
+    levels = (LinkLevel("nvlink", "node", nvlink_GBps, 2e-6, "nvlink", f"{nvlink_GBps:g} GB/s per direction per GPU ({source}); "
+                        + _ASSUMED_LAT), LinkLevel("ib", "cluster", nic, 5e-6, "parameter", f"{nic_Gbps} Gb/s per GPU ({source}); " + _ASSUMED_LAT))
+    planes = _planes(Plane("nvlink", 8 * nvlink_GBps, "collectives inside the node (NVSwitch)", source),
+                     (8 * nic, f"compute fabric: 8 × {nic_Gbps} Gb/s per node"), (2 * nic, "assumed: shares the storage fabric"),
+                     (2 * nic, f"2 × {nic_Gbps} Gb/s storage ports per node"), (12.5, "assumed: 100GbE in-band"), (12.5, "assumed: 100GbE in-band"))
+    return Topology(preset, chip, levels, planes, devices_per_node=8, nodes=nodes, nodes_per_domain=1, nodes_per_supernode=su,
+                    vendor="nvidia", preset=preset, sizes=dict(nodes=nodes))
+
+def dgx_a100_superpod(nodes: int = 20) -> Topology:
+    """DGX A100 SuperPOD (Selene): 8 A100 per node, NVLink3 300 GB/s per direction, 8 × 200 Gb/s HDR IB + 2 storage NICs
+    per node (Megatron SC21 §5); a scalable unit of 20 nodes (NVIDIA's reference architecture). Latencies assumed."""
+    return _dgx("dgx-a100-superpod", A100, nodes, 300.0, 200, "Megatron SC21 §5", su=20)
 
 def dgx_h100_superpod(nodes: int = 32) -> Topology:
-    """DGX H100 SuperPOD: 8 H100 per node on 4 NVSwitches, NVLink4 900 GB/s bidirectional (450 per direction);
-    8 × ConnectX-7 400 Gb/s per node (one per GPU), rail-optimized fat tree, 32 nodes per scalable unit (= supernode
-    here) — DGX H100 user guide, table 6. Data, storage, management and service figures and all latencies are
-    assumed defaults."""
-    return _dgx_400g("dgx-h100-superpod", H100, nodes, 450.0, "900 GB/s bidirectional per GPU", "DGX H100 user guide")
-
-def _dgx_400g(preset: str, chip: Chip, nodes: int, nvlink_GBps: float, nvlink_note: str, source: str) -> Topology:
-    "A DGX SuperPOD of 8-GPU nodes on NVSwitch with one 400 Gb/s NIC per GPU and 32 nodes per scalable unit."
-    _check_size("nodes", nodes)
-    levels = (LinkLevel("nvlink", "node", nvlink_GBps, 2e-6, "nvlink", f"{nvlink_note} ({source}); " + _ASSUMED_LAT),
-              LinkLevel("ib", "cluster", 50.0, 5e-6, "parameter", f"400 Gb/s per GPU ({source}); " + _ASSUMED_LAT))
-    planes = _planes(Plane("nvlink", 8 * nvlink_GBps, "collectives inside the node (NVSwitch)", source),
-                     (400.0, "compute fabric: 8 × 400 Gb/s per node"), (100.0, "assumed: shares the storage fabric"),
-                     (100.0, "assumed: 2 × 400 Gb/s storage ports per node"), (12.5, "assumed: 100GbE in-band"),
-                     (12.5, "assumed: 100GbE in-band"))
-    return Topology(preset, chip, levels, planes, devices_per_node=8, nodes=nodes, nodes_per_domain=1,
-                    nodes_per_supernode=32, vendor="nvidia", preset=preset, sizes=dict(nodes=nodes))
+    """DGX H100 SuperPOD: 8 H100 per node, NVLink4 450 GB/s per direction, 8 × ConnectX-7 400 Gb/s per node in a rail-
+    optimized fat tree, 32 nodes per scalable unit (= supernode here): DGX H100 user guide, table 6. Latencies assumed."""
+    return _dgx("dgx-h100-superpod", H100, nodes, 450.0, 400, "DGX H100 user guide")
 
 def dgx_b200_superpod(nodes: int = 32) -> Topology:
-    """DGX B200 SuperPOD: 8 B200 (1,000 W) per node, NVLink5 900 GB/s per direction per GPU; 8 × ConnectX-7 400 Gb/s per
-    node, 32 nodes per scalable unit (NVIDIA's DGX B200 page, secondary). Unlike GB200 NVL72, NVLink stops at the node:
-    traffic between nodes crosses the 50 GB/s NICs. Other planes and all latencies are assumed defaults."""
-    return _dgx_400g("dgx-b200-superpod", B200_DGX, nodes, 900.0, "1.8 TB/s NVLink5 per GPU", "DGX B200 page, secondary")
+    """DGX B200 SuperPOD: 8 B200 (1,000 W) per node, NVLink5 900 GB/s per direction, 8 × ConnectX-7 400 Gb/s per node
+    (NVIDIA's DGX B200 page, secondary). Unlike GB200 NVL72, NVLink stops at the node. Latencies assumed."""
+    return _dgx("dgx-b200-superpod", B200_DGX, nodes, 900.0, 400, "DGX B200 page, secondary")
 
-def gb200_nvl72(racks: int = 1) -> Topology:
-    """GB200 NVL72: per rack 72 B200 GPUs (+ 36 Grace CPUs) in 18 compute trays of 4, one NVLink5 domain of 72 with
-    1.8 TB/s per GPU (900 GB/s per direction); racks joined by per-tray NICs (secondary). The scale-out figure
-    (4 × 400 Gb/s per tray = 50 GB/s per GPU), the planes and the latencies are assumed defaults."""
+def dgx_b300_superpod(nodes: int = 32) -> Topology:
+    "DGX B300: as `dgx_b200_superpod` with B300s and 8 × ConnectX-8 800 Gb/s per node (secondary; the unit of 32 assumed)."
+    return _dgx("dgx-b300-superpod", B300_DGX, nodes, 900.0, 800, "DGX B300 page, secondary")
+
+def _nvl72(preset: str, chip: Chip, racks: int, nic_Gbps: int) -> Topology:
+    "An NVL72 rack: 72 GPUs in 18 trays of 4, one NVLink5 domain (900 GB/s per direction per GPU); racks joined by NICs."
     _check_size("racks", racks)
     levels = (LinkLevel("nvlink", "domain", 900.0, 2e-6, "nvlink", "1.8 TB/s NVLink5 per GPU (secondary); " + _ASSUMED_LAT),
-              LinkLevel("ib", "cluster", 50.0, 5e-6, "parameter", "assumed: 400 Gb/s per GPU; " + _ASSUMED_LAT))
+              LinkLevel("ib", "cluster", nic_Gbps / 8, 5e-6, "parameter", f"{nic_Gbps} Gb/s per GPU; " + _ASSUMED_LAT))
     planes = _planes(Plane("nvlink", 4 * 900.0, "collectives inside the 72-GPU rack (NVLink switch trays)", "secondary"),
-                     (200.0, "assumed: 4 × 400 Gb/s per tray"), (50.0, "assumed"), (50.0, "assumed"), (12.5, "assumed"), (12.5, "assumed"))
-    return Topology("gb200-nvl72", B200, levels, planes, devices_per_node=4, nodes=18 * racks, nodes_per_domain=18,
-                    vendor="nvidia", preset="gb200-nvl72", sizes=dict(racks=racks), host_prefix="tray")
+                     (nic_Gbps / 2, f"4 × {nic_Gbps} Gb/s per tray"), (50.0, "assumed"), (50.0, "assumed"), (12.5, "assumed"), (12.5, "assumed"))
+    return Topology(preset, chip, levels, planes, devices_per_node=4, nodes=18 * racks, nodes_per_domain=18,
+                    vendor="nvidia", preset=preset, sizes=dict(racks=racks), host_prefix="tray")
+
+def gb200_nvl72(racks: int = 1) -> Topology:
+    "GB200 NVL72: 72 B200s (+ 36 Grace) per rack, one NVLink5 domain (secondary); 400 Gb/s per GPU out, planes assumed."
+    return _nvl72("gb200-nvl72", B200, racks, 400)
+
+def gb300_nvl72(racks: int = 1) -> Topology:
+    "GB300 NVL72: as GB200 NVL72 with B300s and a ConnectX-8 800 Gb/s NIC per GPU (72 per rack; secondary)."
+    return _nvl72("gb300-nvl72", B300, racks, 800)
 
 # %% ../../nbs/00_foundation/02_topology.ipynb #c29dcdb7
 def local_cpu(devices: int = 4) -> Topology:
@@ -375,13 +377,11 @@ def local_cpu(devices: int = 4) -> Topology:
 TOPOLOGY_PRESETS: dict[str, Callable[..., Topology]] = {
     "cloudmatrix384": cloudmatrix384, "atlas-a2-pod": atlas_a2_pod, "atlas-a3-superpod": atlas_a3_superpod,
     "dgx-a100-superpod": dgx_a100_superpod, "dgx-h100-superpod": dgx_h100_superpod, "dgx-b200-superpod": dgx_b200_superpod,
-    "gb200-nvl72": gb200_nvl72, "local": local_cpu,
-}
+    "dgx-b300-superpod": dgx_b300_superpod, "gb200-nvl72": gb200_nvl72, "gb300-nvl72": gb300_nvl72, "local": local_cpu}
 SIZE_PARAM: dict[str, tuple[str, int]] = {   # preset -> (its size parameter, devices per unit of it)
     "cloudmatrix384": ("supernodes", 384), "atlas-a2-pod": ("nodes", 8), "atlas-a3-superpod": ("nodes", 16),
     "dgx-a100-superpod": ("nodes", 8), "dgx-h100-superpod": ("nodes", 8), "dgx-b200-superpod": ("nodes", 8),
-    "gb200-nvl72": ("racks", 72), "local": ("devices", 1),
-}
+    "dgx-b300-superpod": ("nodes", 8), "gb200-nvl72": ("racks", 72), "gb300-nvl72": ("racks", 72), "local": ("devices", 1)}
 
 def get_topology(name: str, **sizes) -> Topology:
     "The preset `name` built with `sizes` (e.g. nodes=64); clear errors for unknown names and sizes."
