@@ -88,7 +88,8 @@ def _caveats(model, cfg, profile) -> list[str]:
 def _check(model, cfg, allow_uneven):
     errs = check(model, cfg)
     if allow_uneven: errs = [e for e in errs if "not divisible into pp" not in e]
-    if errs: raise ConfigError(errs)
+    hint = " (allow_uneven / --allow-uneven prices Megatron's uneven split: the slowest stage takes ⌈layers / chunks⌉)"
+    if errs: raise ConfigError([e + hint if "not divisible into pp" in e else e for e in errs])
 
 # %% ../../nbs/10_cost/12_costmodel.ipynb #5e38353a
 def resolve_dtype(model: ModelSpec,         # the model (bytes_per_param: 2 for the large presets)
@@ -162,7 +163,7 @@ def estimate(model: ModelSpec, cfg: ParallelConfig, topology: Topology | str = "
                    links={a: _link(topo, links[a]) for a in AXIS_GROUPS}, efficiency=eff, efficiency_source=src,
                    microbatches=int(f(r["microbatches"])), hfu=f(r["hfu"]), dtype=dt, peak_tflops=f(r["peak_tflops"]), profile=pname,
                    attention=attention, loss=loss, moe_host_s=(MOE_HOST_S if moe_host_s is None else moe_host_s)
-                   if model.is_moe and prof is None and topo.preset != "local" else None)   # whose engine `_costs` prices
+                   if model.is_moe and prof is None and getattr(topo, "preset", None) != "local" else None)   # the engine `_costs` prices
     est.caveats = _caveats(model, cfg, prof)
     if est.oom and advise: est.advice = _advice(model, cfg, topo, est, eff, dp_overlap, mem_fraction, allow_uneven, **kw)
     return est

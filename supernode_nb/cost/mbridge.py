@@ -1,4 +1,4 @@
-"""Megatron-Bridge's published pre-training throughput (NeMo containers 25.11 to 26.08; Llama 3 8B–405B, DeepSeek-V3, Qwen3 30B-A3B and 235B-A22B, GPT-OSS 120B; DGX H100, B200 and B300, GB200 and GB300 NVL72; BF16 and FP8) as published runs, priced out of sample.
+"""Megatron-Bridge's published pre-training throughput (NeMo containers 25.11 to 26.08; Llama 3 8B–405B, DeepSeek-V3, Qwen3 30B-A3B and 235B-A22B, GPT-OSS 120B; DGX H100, B200 and B300, GB200 and GB300 NVL72; BF16 and FP8) as published runs, priced out of sample but for GB300's one efficiency.
 
 Docs: https://supernode-nb.github.io/supernode_nb/10_cost/mbridge.html.md"""
 

@@ -157,9 +157,9 @@ _MOE_ROWS = [
 ]
 MINDSPEED_MOE_RUNS: list[PublishedRun] = [_run(*r) for r in _MOE_ROWS]
 
-MOE_EVIDENCE = ("Megatron-Bridge 25.11-26.08 on DGX H100, DGX B200 and GB200 (Qwen3-30B-A3B and 235B-A22B, GPT-OSS-120B, "
-                "DeepSeek-V3), Megatron-Core's Mixtral 8x7B on H100, DeepSeek-V3 on H800, MindSpeed-LLM on Ascend 910B (Mixtral "
-                "8x7B and 8x22B, Grok-1, MiniCPM-MoE, DeepSeek-V2)")   # whose runs `moe_misses` prices
+MOE_EVIDENCE = ("Megatron-Bridge 25.11-26.08 on DGX H100, B200 and B300, GB200 and GB300 (Qwen3-30B-A3B and 235B-A22B, "
+                "GPT-OSS-120B, DeepSeek-V3), Megatron-Core's Mixtral 8x7B on H100, DeepSeek-V3 on H800, MindSpeed-LLM on Ascend "
+                "910B (Mixtral 8x7B and 8x22B, Grok-1, MiniCPM-MoE, DeepSeek-V2)")   # whose runs `moe_misses` prices
 
 @functools.lru_cache(maxsize=None)
 def moe_misses() -> dict:

@@ -49,10 +49,11 @@ def _cross(cols: dict, name: str, values) -> dict:
     return out
 
 # %% ../../nbs/10_cost/13_planner.ipynb #3f213f0f
-def _grid(model: ModelSpec, devices: int, global_batch: int, space: SearchSpace) -> tuple[dict, dict]:
-    "Shape columns as (N, 1) arrays and variant columns as (1, V) arrays."
+def _grid(model: ModelSpec, devices: int, global_batch: int, space: SearchSpace, uneven: bool = False) -> tuple[dict, dict]:
+    "Shape columns as (N, 1) arrays and variant columns as (1, V) arrays; `uneven`: pp also from the divisors of `devices`."
     lo = space.min_devices if space.min_devices is not None else devices // 2 + 1
-    S = _cross(_cross(_cross(_cross({}, "tp", _divisors(model.heads)), "pp", _divisors(model.layers)),
+    pps = np.union1d(_divisors(model.layers), _divisors(devices)[_divisors(devices) <= model.layers] if uneven else [])
+    S = _cross(_cross(_cross(_cross({}, "tp", _divisors(model.heads)), "pp", pps.astype(int)),
                       "cp", _divisors(model.seq_len)), "dp", _divisors(global_batch))
     world = S["tp"] * S["pp"] * S["cp"] * S["dp"]
     S = {k: v[(world <= devices) & (world >= lo)] for k, v in S.items()}
@@ -194,7 +195,8 @@ def plan(model: ModelSpec, topology: Topology | str, global_batch: int, space: S
          runnable_only: bool = False,         # keep only plans this engine can run on the topology's backend
          tp_overlap: bool = False,            # TP communication pipelined with the matmuls, as for `costmodel.estimate`
          ep_overlap: bool = False,            # MoE all-to-alls beside another micro-batch's compute, as for `costmodel.estimate`
-         moe_host_s: float | None = None) -> Plan:   # Megatron's MoE host hold, as for `costmodel.estimate`
+         moe_host_s: float | None = None,     # Megatron's MoE host hold, as for `costmodel.estimate`
+         allow_uneven: bool = False) -> Plan:  # also layers not divisible by pp × v (Megatron's, torchtitan's uneven splits)
     "Search every valid configuration; return the fastest that fits memory, with rejections explained."
     t0 = time.perf_counter()
     topo = get_topology(topology) if isinstance(topology, str) else topology
@@ -202,11 +204,14 @@ def plan(model: ModelSpec, topology: Topology | str, global_batch: int, space: S
     if errs := check(model, ParallelConfig()): raise ConfigError([f"model {model.name!r}: {e}" for e in errs])
     healthy = len(topo.healthy_ids())
     N = min(healthy, max_devices or healthy)
-    S, Vr = _grid(model, N, global_batch, space)
+    S, Vr = _grid(model, N, global_batch, space, allow_uneven)
     C = {**S, **Vr}
     shape = (S["tp"].shape[0], Vr["zero"].shape[1])
     keep = np.broadcast_to((S["tp"] > 1) | ~Vr["sp"], shape)            # sequence parallelism only with tp > 1
-    reasons = {k: np.broadcast_to(v, shape) & keep for k, v in _violations(model, C).items()}
+    viol = _violations(model, C)
+    if allow_uneven:                                      # the slowest stage takes ⌈l/(pp·v)⌉ layers per chunk; none may go empty
+        viol.pop("layers not divisible into pp × virtual_stages"); viol["fewer layers than pp × virtual_stages"] = model.layers < C["pp"] * C["v"]
+    reasons = {k: np.broadcast_to(v, shape) & keep for k, v in viol.items()}
     bad = np.logical_or.reduce(list(reasons.values()))
     eff = efficiency_for(topo.chip, efficiency)[0]
     dt, prof = resolve_dtype(model, ParallelConfig(), dtype), _resolve_profile(profile, topo)[0]
@@ -220,13 +225,15 @@ def plan(model: ModelSpec, topology: Topology | str, global_batch: int, space: S
     if len(rows):
         with np.errstate(divide="ignore", invalid="ignore"):
             Rs = _costs(model, {**Ss, **Vr, "rw": C["rw"]}, topo, _analytic_links(topo, Ss, ParallelConfig().order), eff, dp_overlap,
-                        dtype=dt, profile=prof, attention=attention, tp_overlap=tp_overlap, loss=loss, ep_overlap=ep_overlap,
+                        allow_uneven, dtype=dt, profile=prof, attention=attention, tp_overlap=tp_overlap, loss=loss, ep_overlap=ep_overlap,
                         moe_host_s=moe_host_s)
     get = lambda k: Rs.get(k, 0.0)
     R = dict(memory=full(get("memory"), np.inf), tokens_per_s=full(get("tokens_per_s"), 0.0), world=full(get("world"), 0.0),
              step_time_s=full(get("step_time_s"), np.inf), mfu=full(get("mfu"), 0.0),
              memory_breakdown={k: full(Rs["memory_breakdown"][k] if Rs else 0.0, 0.0) for k in CATEGORIES})
     gaps = {k: np.broadcast_to(v, shape).reshape(-1) for k, v in engine_gap_columns(model, C, backend_for(topo), SCHEDULE_CODE, dt).items()}
+    if allow_uneven: gaps["uneven pipeline split (this engine needs layers divisible by pp × virtual_stages)"] = np.broadcast_to(
+        model.layers % (C["pp"] * C["v"]) != 0, shape).reshape(-1)
     runnable = ~np.logical_or.reduce(list(gaps.values())) if gaps else np.ones(shape[0] * shape[1], bool)
     flat = lambda x: np.broadcast_to(x, shape).reshape(-1)
     limit = mem_fraction * topo.chip.memory_bytes
@@ -262,6 +269,7 @@ def plan(model: ModelSpec, topology: Topology | str, global_batch: int, space: S
     if len(order):
         best = dict(topl[0])
         e = estimate(model, ParallelConfig(**topl[0]["config"]), topo, efficiency=efficiency, dp_overlap=dp_overlap, mem_fraction=mem_fraction,
+                     allow_uneven=allow_uneven,
                      dtype=dt, profile=prof, attention=attention, tp_overlap=tp_overlap, loss=loss, ep_overlap=ep_overlap,
                      moe_host_s=moe_host_s)
         best["estimate"] = e.to_dict()
@@ -362,6 +370,8 @@ def cli_plan(argv: list[str]) -> int:
                    "(Megatron --overlap-moe-expert-parallel-comm, DualPipe), as estimate prices it")
     p.add_argument("--moe-host-ms", type=float, default=None, help="ms per MoE layer and micro-batch Megatron's synced dispatch "
                    "holds the device, as estimate prices it (default: the fitted 6; 0 for Megatron-Bridge 26.06 on)")
+    p.add_argument("--allow-uneven", action="store_true", help="also layouts whose layers do not divide by pp × virtual stages "
+                   "(Megatron's and torchtitan's uneven splits; this engine cannot run them)")
     p.add_argument("--json", action="store_true")
     a = p.parse_args(argv)
     try: model = model_from_args(a, "tiny-gpt")
@@ -377,7 +387,8 @@ def cli_plan(argv: list[str]) -> int:
     try: res = plan(model, topo, a.global_batch, SearchSpace(min_devices=a.min_devices), max_devices=a.devices, top=a.top,
                     mem_fraction=a.mem_fraction, efficiency=a.efficiency, dtype=a.dtype, runnable_only=a.runnable,
                     profile=None if a.profile == "none" else a.profile, attention=a.attention, tp_overlap=a.tp_overlap,
-                    loss=a.loss, ep_overlap=a.ep_overlap, moe_host_s=None if a.moe_host_ms is None else a.moe_host_ms / 1e3)
+                    loss=a.loss, ep_overlap=a.ep_overlap, moe_host_s=None if a.moe_host_ms is None else a.moe_host_ms / 1e3,
+                    allow_uneven=a.allow_uneven)
     except ValueError as e: raise UsageError(f"{_PROG}: error: {e}") from None
     from supernode_nb.foundation.store import auto_record
     if res.best: auto_record({"model": model.to_dict(), "config": res.best["config"], "estimate": res.best.get("estimate")},

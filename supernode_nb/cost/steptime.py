@@ -103,7 +103,7 @@ EFFICIENCY_MBRIDGE: dict[str, float] = {   # fitted to the only published runs o
     "B300 (GB300)": 0.745}                 # at 1,400 W it sustains ~1.2x GB200's rate under the same datasheet peak
 
 def efficiency_for(chip, efficiency: float | None = None) -> tuple[float, str]:
-    "(efficiency, where it came from) for `chip`: the given value, the fitted one, or the fitted mean."
+    "(efficiency, where it came from) for `chip`: the given value, the fitted one, the same die's, or the published table's mean."
     if efficiency is not None:
         if not 0 < efficiency <= 1: raise ValueError(f"efficiency={efficiency} must be in (0, 1]")
         return float(efficiency), "given"
