@@ -6,7 +6,7 @@ Docs: https://supernode-nb.github.io/supernode_nb/10_cost/mbridge.html.md"""
 
 # %% ../../nbs/10_cost/19b_mbridge.ipynb #mbr02
 from __future__ import annotations
-import statistics
+import functools, statistics
 from dataclasses import replace
 import numpy as np
 from ..foundation.config import ModelSpec, MODEL_PRESETS
@@ -14,7 +14,7 @@ from .published import PublishedRun, predict_run, _pc, _mcore, _QWEN3_30B, _GPT_
 
 # %% auto #0
 __all__ = ['MBRIDGE_MODELS', 'MBRIDGE_SYSTEMS', 'MBRIDGE_RUNS', 'fit_gb300', 'gb300_leave_one_out', 'mbridge_errors',
-           'mbridge_summary']
+           'mbridge_summary', 'dense_abs']
 
 # %% ../../nbs/10_cost/19b_mbridge.ipynb #mbr05
 _SRC = ("NVIDIA-NeMo/Megatron-Bridge docs/performance-summary.md and performance-summary-archive.md at 067f987 (22 Aug 2026), "
@@ -263,3 +263,10 @@ def mbridge_summary(df=None) -> dict:
     return dict(dense=_band(list(o[~o.moe].error_pct)), moe=_band(list(o[o.moe].error_pct)), fitted_rows=int(df.fitted.sum()),
                 moe_by_release={k: _band(list(g.error_pct)) for k, g in o[o.moe].groupby("release")},
                 gb300_dense_leave_one_out=_band(gb300_leave_one_out()))
+
+@functools.lru_cache(maxsize=None)
+def dense_abs(chip: str) -> tuple:
+    "|error| % of the dense rows on `chip` (`Chip.name`): leave-one-out where they fit its efficiency (GB300), else those no fit uses."
+    runs = [r for r in MBRIDGE_RUNS if not r.model.is_moe and r.topo().chip.name == chip]
+    if runs and runs[0].topology == "gb300-nvl72": return tuple(abs(x) for x in gb300_leave_one_out())
+    return tuple(mbridge_errors([r for r in runs if not _fitted(r)]).error_pct.abs()) if runs else ()

@@ -128,14 +128,25 @@ def _out_of_sample_abs(chip: str) -> tuple:
 def evidence_band(chip: str,        # the device an estimate prices (`Chip.name`)
                   moe: bool = False  # the model has experts: quote the MoE rows (`moe_misses`), whatever the device
                  ) -> dict:
-    "The error band an estimate on `chip` quotes: leave-one-out on the fitted table's rows of `chip`"
-    "(`published.published_band`); for a device with none there, the |error| over MindSpeed-LLM's rows on it, priced out of"
-    "sample (the Ascend 910B); else all rows, uncalibrated. A MoE model quotes the MoE runs priced out of sample, on any device."
+    "The error band an estimate on `chip` quotes: leave-one-out on the fitted table's rows of `chip` (`published.published_band`)"
+    "with Megatron-Bridge's dense rows of it (`mbridge.dense_abs`); else the same die's; else the |error| over MindSpeed-LLM's rows"
+    "on it, out of sample (the Ascend 910B); else all rows, uncalibrated. A MoE model quotes the MoE runs out of sample, on any device."
     if moe:
         r = moe_misses()
         return _band(tuple(abs(100 * (x - 1)) for x in r.values()), f"MoE: out of sample over {len(r)} published MoE runs, "
                      f"{MOE_EVIDENCE}; {sum(x > 1 for x in r.values())} priced too fast")
-    e = () if _loo_abs(chip)[1] else _out_of_sample_abs(chip)
+    from supernode_nb.cost.mbridge import dense_abs
+    from supernode_nb.cost.steptime import EFFICIENCY, EFFICIENCY_MBRIDGE
+    die = [k for k in (*EFFICIENCY, *EFFICIENCY_MBRIDGE) if k != chip and k.split(" (")[0] == chip.split(" (")[0]]
+    e, parts = (), []
+    for c in (chip, *die):                                 # the same die's rows join where the chip has fewer than 5 of its own
+        if c != chip and len(e) >= 5: break
+        (loo, own), mb = _loo_abs(c), dense_abs(c)
+        e += tuple(loo if own else ()) + mb
+        parts += ([f"leave-one-out over {len(loo)} published runs on {c}"] if own else []) + ([f"{len(mb)} Megatron-Bridge runs on "
+                  f"{c}, " + ("leave-one-out (they fit its efficiency)" if c in EFFICIENCY_MBRIDGE else "out of sample")] if mb else [])
+    if e: return _band(e, "; ".join(parts) + ("" if chip in parts[0] else f"; {chip} has none: these are its die's"))
+    e = _out_of_sample_abs(chip)
     if not e: return published_band(chip)
     return _band(e, f"out of sample over {len(e)} MindSpeed-LLM runs on {chip}, whose efficiency is uncalibrated")
 
