@@ -312,22 +312,22 @@ def atlas_a3_superpod(nodes: int = 24) -> Topology:
                     nodes_per_domain=24, vendor="ascend", preset="atlas-a3-superpod", sizes=dict(nodes=nodes))
 
 # %% ../../nbs/00_foundation/02_topology.ipynb #0b98d93a
-def _dgx(preset: str, chip: Chip, nodes: int, nvlink_GBps: float, nic_Gbps: int, source: str, su: int = 32) -> Topology:
-    "A DGX SuperPOD: 8 GPUs per node on NVSwitch, one `nic_Gbps` NIC per GPU, two storage ports of that speed per node."
+def _dgx(preset: str, chip: Chip, nodes: int, nvl: float, nic_Gbps: int, source: str, su: int = 32, storage: str = "assumed") -> Topology:
+    "A DGX SuperPOD: 8 GPUs per node on NVSwitch (`nvl` GB/s per direction), one `nic_Gbps` NIC per GPU, two storage ports of that speed."
     _check_size("nodes", nodes)
     nic = nic_Gbps / 8                                    # GB/s per GPU
-    levels = (LinkLevel("nvlink", "node", nvlink_GBps, 2e-6, "nvlink", f"{nvlink_GBps:g} GB/s per direction per GPU ({source}); "
+    levels = (LinkLevel("nvlink", "node", nvl, 2e-6, "nvlink", f"{nvl:g} GB/s per direction per GPU ({source}); "
                         + _ASSUMED_LAT), LinkLevel("ib", "cluster", nic, 5e-6, "parameter", f"{nic_Gbps} Gb/s per GPU ({source}); " + _ASSUMED_LAT))
-    planes = _planes(Plane("nvlink", 8 * nvlink_GBps, "collectives inside the node (NVSwitch)", source),
+    planes = _planes(Plane("nvlink", 8 * nvl, "collectives inside the node (NVSwitch)", source),
                      (8 * nic, f"compute fabric: 8 × {nic_Gbps} Gb/s per node"), (2 * nic, "assumed: shares the storage fabric"),
-                     (2 * nic, f"2 × {nic_Gbps} Gb/s storage ports per node"), (12.5, "assumed: 100GbE in-band"), (12.5, "assumed: 100GbE in-band"))
+                     (2 * nic, f"2 × {nic_Gbps} Gb/s storage ports per node ({storage})"), (12.5, "assumed: 100GbE in-band"), (12.5, "assumed: 100GbE in-band"))
     return Topology(preset, chip, levels, planes, devices_per_node=8, nodes=nodes, nodes_per_domain=1, nodes_per_supernode=su,
                     vendor="nvidia", preset=preset, sizes=dict(nodes=nodes))
 
 def dgx_a100_superpod(nodes: int = 20) -> Topology:
     """DGX A100 SuperPOD (Selene): 8 A100 per node, NVLink3 300 GB/s per direction, 8 × 200 Gb/s HDR IB + 2 storage NICs
     per node (Megatron SC21 §5); a scalable unit of 20 nodes (NVIDIA's reference architecture). Latencies assumed."""
-    return _dgx("dgx-a100-superpod", A100, nodes, 300.0, 200, "Megatron SC21 §5", su=20)
+    return _dgx("dgx-a100-superpod", A100, nodes, 300.0, 200, "Megatron SC21 §5", su=20, storage="Megatron SC21 §5")
 
 def dgx_h100_superpod(nodes: int = 32) -> Topology:
     """DGX H100 SuperPOD: 8 H100 per node, NVLink4 450 GB/s per direction, 8 × ConnectX-7 400 Gb/s per node in a rail-
@@ -343,23 +343,23 @@ def dgx_b300_superpod(nodes: int = 32) -> Topology:
     "DGX B300: as `dgx_b200_superpod` with B300s and 8 × ConnectX-8 800 Gb/s per node (secondary; the unit of 32 assumed)."
     return _dgx("dgx-b300-superpod", B300_DGX, nodes, 900.0, 800, "DGX B300 page, secondary")
 
-def _nvl72(preset: str, chip: Chip, racks: int, nic_Gbps: int) -> Topology:
+def _nvl72(preset: str, chip: Chip, racks: int, nic_Gbps: int, nic_src: str) -> Topology:
     "An NVL72 rack: 72 GPUs in 18 trays of 4, one NVLink5 domain (900 GB/s per direction per GPU); racks joined by NICs."
     _check_size("racks", racks)
     levels = (LinkLevel("nvlink", "domain", 900.0, 2e-6, "nvlink", "1.8 TB/s NVLink5 per GPU (secondary); " + _ASSUMED_LAT),
-              LinkLevel("ib", "cluster", nic_Gbps / 8, 5e-6, "parameter", f"{nic_Gbps} Gb/s per GPU; " + _ASSUMED_LAT))
+              LinkLevel("ib", "cluster", nic_Gbps / 8, 5e-6, "parameter", f"{nic_Gbps} Gb/s per GPU ({nic_src}); " + _ASSUMED_LAT))
     planes = _planes(Plane("nvlink", 4 * 900.0, "collectives inside the 72-GPU rack (NVLink switch trays)", "secondary"),
-                     (nic_Gbps / 2, f"4 × {nic_Gbps} Gb/s per tray"), (50.0, "assumed"), (50.0, "assumed"), (12.5, "assumed"), (12.5, "assumed"))
+                     (nic_Gbps / 2, f"4 × {nic_Gbps} Gb/s per tray ({nic_src})"), (50.0, "assumed"), (50.0, "assumed"), (12.5, "assumed"), (12.5, "assumed"))
     return Topology(preset, chip, levels, planes, devices_per_node=4, nodes=18 * racks, nodes_per_domain=18,
                     vendor="nvidia", preset=preset, sizes=dict(racks=racks), host_prefix="tray")
 
 def gb200_nvl72(racks: int = 1) -> Topology:
     "GB200 NVL72: 72 B200s (+ 36 Grace) per rack, one NVLink5 domain (secondary); 400 Gb/s per GPU out, planes assumed."
-    return _nvl72("gb200-nvl72", B200, racks, 400)
+    return _nvl72("gb200-nvl72", B200, racks, 400, "assumed")
 
 def gb300_nvl72(racks: int = 1) -> Topology:
     "GB300 NVL72: as GB200 NVL72 with B300s and a ConnectX-8 800 Gb/s NIC per GPU (72 per rack; secondary)."
-    return _nvl72("gb300-nvl72", B300, racks, 800)
+    return _nvl72("gb300-nvl72", B300, racks, 800, "ConnectX-8, secondary")
 
 # %% ../../nbs/00_foundation/02_topology.ipynb #c29dcdb7
 def local_cpu(devices: int = 4) -> Topology:
