@@ -12,9 +12,10 @@ BF16 and FP8; supernode_nb.cost.dgxc), on step time; beside them, the planner's 
 And so are MindSpeed-LLM's 57 dense rows on Ascend 910B (tokens/s per NPU, 8-128 NPUs; supernode_nb.cost.mindspeed), at the efficiency
 the model gives a device it has no published runs for; beside them, the efficiency those rows alone would fit. Its five MoE rows
 (Mixtral 8x7B and 8x22B, Grok-1, MiniCPM-MoE; DeepSeek-V2 with latent attention) join the MoE rows above, out of sample (`moe_out_of_sample`).
-Megatron-Bridge's tables, releases 25.11-26.08 (166 pre-training rows on DGX H100, B200, B300, GB200 and GB300; supernode_nb.cost.mbridge), are
-priced out of sample too, less the 12 the fitted table holds and GB300's 21 dense rows, which fit its efficiency (reported leave-one-out): dense and MoE apart, the MoE rows by release, with the host hold and without
-(`mbridge_out_of_sample`); their 108 MoE rows are part of `moe_out_of_sample.out_of_sample` as well.
+Megatron-Bridge's tables, releases 25.11-26.08 (166 pre-training rows on DGX H100, B200, B300, GB200 and GB300; supernode_nb.cost.mbridge),
+are priced out of sample too, less the 12 the fitted table holds and GB300's 21 dense rows, which fit its efficiency (reported
+leave-one-out): dense and MoE apart, the MoE rows by release, with the host hold and without (`mbridge_out_of_sample`); their 108 MoE
+rows are part of `moe_out_of_sample.out_of_sample` as well.
 Error = predicted / published - 1 on the row's own metric (TFLOP/s per GPU, seconds per iteration or tokens/s per GPU).
 Run: python benchmarks/published_runs.py
 """
@@ -85,7 +86,7 @@ def _ascend() -> dict:
                          for r in me[a > 20].itertuples()])
 
 def _mbridge() -> dict:
-    "Megatron-Bridge's rows the fitted table does not hold, out of sample: dense, MoE, MoE by release; the same priced without the MoE host hold."
+    "Megatron-Bridge's rows no fit uses, out of sample (dense, MoE, MoE by release; MoE again without the host hold), and GB300's leave-one-out."
     df = mbridge_errors(); s = mbridge_summary(df)
     s0 = mbridge_summary(mbridge_errors(moe_host_s=0.0))
     worst = df[~df.fitted].assign(a=lambda d: d.error_pct.abs()).sort_values("a", ascending=False)
