@@ -16,7 +16,7 @@ from ..foundation.topology import Topology, topology_for, TOPOLOGY_PRESETS, GiB
 from .memory import (SCHEDULE_CODE, RECOMPUTE_CODE, DTYPE_BYTES, CATEGORIES, DDP_BUCKET_BYTES, step_flops,
                                       activation_bytes_per_layer, in_flight, _counts, _memory)
 from .steptime import (AXIS_GROUPS, COMM_AXES, CAUSAL_EXECUTED, EFFICIENCY, FP32_TFLOPS, efficiency_for, peak_tflops, ATTENTION_KERNELS, LOSS_BYTES,
-                                        MOE_HOST_S, _analytic_links, _placement_links, _costs, _columns, _compute)
+                                        _analytic_links, _placement_links, _costs, _columns, _compute)
 
 # %% auto #0
 __all__ = ['CAVEAT_MISS', 'Estimate', 'resolve_dtype', 'estimate', 'compare_measured', 'background_windows', 'loaded_estimate',
@@ -162,8 +162,7 @@ def estimate(model: ModelSpec, cfg: ParallelConfig, topology: Topology | str = "
                    {"first": f(r["memory_first"]), "last": f(r["memory_last"])}, limit, f(r["memory"]) > limit,
                    links={a: _link(topo, links[a]) for a in AXIS_GROUPS}, efficiency=eff, efficiency_source=src,
                    microbatches=int(f(r["microbatches"])), hfu=f(r["hfu"]), dtype=dt, peak_tflops=f(r["peak_tflops"]), profile=pname,
-                   attention=attention, loss=loss, moe_host_s=(MOE_HOST_S if moe_host_s is None else moe_host_s)
-                   if model.is_moe and prof is None and getattr(topo, "preset", None) != "local" else None)   # the engine `_costs` prices
+                   attention=attention, loss=loss, moe_host_s=r["moe_host_s"])
     est.caveats = _caveats(model, cfg, prof)
     if est.oom and advise: est.advice = _advice(model, cfg, topo, est, eff, dp_overlap, mem_fraction, allow_uneven, **kw)
     return est

@@ -216,22 +216,25 @@ def _run(i, rel, system, model, dtype, n, gbs, mbs, seq, fsdp, tp, pp, cp, vp, e
 MBRIDGE_RUNS: list[PublishedRun] = [_run(i, *r) for i, r in enumerate(_ROWS)]   # named by row: MXFP8 and FP8 rows share the rest
 
 # %% ../../nbs/10_cost/19b_mbridge.ipynb #mbr10
-def fit_gb300(runs=None,                                     # rows (default: the dense GB300 rows of `MBRIDGE_RUNS`)
+_GB300_DENSE = [r for r in MBRIDGE_RUNS if r.topology == "gb300-nvl72" and not r.model.is_moe]   # the rows GB300's efficiency fits
+
+def fit_gb300(runs=None,                                     # rows (default: `_GB300_DENSE`)
               grid=np.arange(0.5, 0.9001, 0.005)) -> float:  # matmul efficiencies tried
     "`steptime.EFFICIENCY_MBRIDGE['B300 (GB300)']`: the efficiency minimising the squared log error over GB300's dense rows."
-    runs = [r for r in MBRIDGE_RUNS if r.topology == "gb300-nvl72" and not r.model.is_moe] if runs is None else runs
+    runs = _GB300_DENSE if runs is None else runs
     err = np.stack([np.log(predict_run(r, grid) / r.value) for r in runs])
     return round(float(grid[int(np.argmin((err ** 2).sum(axis=0)))]), 3)
 
-def gb300_leave_one_out() -> list[float]:
-    "Error % of each dense GB300 row priced at the efficiency fitted on the other rows."
-    runs = [r for r in MBRIDGE_RUNS if r.topology == "gb300-nvl72" and not r.model.is_moe]
-    return [round(100 * (float(predict_run(r, fit_gb300([o for o in runs if o is not r]))) / r.value - 1), 1) for r in runs]
+@functools.lru_cache(maxsize=None)
+def gb300_leave_one_out() -> tuple[float, ...]:
+    "Error % of each dense GB300 row priced at the efficiency fitted on the other rows (21 fits: computed once)."
+    return tuple(round(100 * (float(predict_run(r, fit_gb300([o for o in _GB300_DENSE if o is not r]))) / r.value - 1), 1)
+                 for r in _GB300_DENSE)
 
 # %% ../../nbs/10_cost/19b_mbridge.ipynb #mbr13
 def _fitted(r: PublishedRun) -> bool:
     "Whether a fit uses this row: `published`'s table or `MOE_FIT_RUNS` (same release), or GB300's dense rows (`fit_gb300`)."
-    if r.topology == "gb300-nvl72" and not r.model.is_moe: return True
+    if r in _GB300_DENSE: return True
     rel = r.source.split(", ")[1]                              # "26.02 container", as `published` cites it
     return any(p.topology == r.topology and p.value == r.value and p.config.world_size == r.config.world_size and rel in p.source
                for p in (*PUBLISHED_RUNS, *MOE_FIT_RUNS))
@@ -268,5 +271,5 @@ def mbridge_summary(df=None) -> dict:
 def dense_abs(chip: str) -> tuple:
     "|error| % of the dense rows on `chip` (`Chip.name`): leave-one-out where they fit its efficiency (GB300), else those no fit uses."
     runs = [r for r in MBRIDGE_RUNS if not r.model.is_moe and r.topo().chip.name == chip]
-    if runs and runs[0].topology == "gb300-nvl72": return tuple(abs(x) for x in gb300_leave_one_out())
+    if runs and runs[0] in _GB300_DENSE: return tuple(abs(x) for x in gb300_leave_one_out())
     return tuple(mbridge_errors([r for r in runs if not _fitted(r)]).error_pct.abs()) if runs else ()

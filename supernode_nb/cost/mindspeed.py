@@ -136,10 +136,9 @@ def evidence_band(chip: str,        # the device an estimate prices (`Chip.name`
         return _band(tuple(abs(100 * (x - 1)) for x in r.values()), f"MoE: out of sample over {len(r)} published MoE runs, "
                      f"{MOE_EVIDENCE}; {sum(x > 1 for x in r.values())} priced too fast")
     from supernode_nb.cost.mbridge import dense_abs
-    from supernode_nb.cost.steptime import EFFICIENCY, EFFICIENCY_MBRIDGE
-    die = [k for k in (*EFFICIENCY, *EFFICIENCY_MBRIDGE) if k != chip and k.split(" (")[0] == chip.split(" (")[0]]
+    from supernode_nb.cost.steptime import EFFICIENCY_MBRIDGE, same_die
     e, parts = (), []
-    for c in (chip, *die):                                 # the same die's rows join where the chip has fewer than 5 of its own
+    for c in (chip, *same_die(chip)):                                 # the same die's rows join where the chip has fewer than 5 of its own
         if c != chip and len(e) >= 5: break
         (loo, own), mb = _loo_abs(c), dense_abs(c)
         e += tuple(loo if own else ()) + mb
@@ -177,6 +176,7 @@ def moe_misses() -> dict:
     "Predicted ÷ published throughput of every published MoE run the model was not fitted on: Megatron-Bridge's (`mbridge`), Megatron-"
     "Core's Mixtral and DeepSeek-V3's (`published.MOE_RUNS`), and MindSpeed-LLM's (`MINDSPEED_MOE_RUNS`)."
     from supernode_nb.cost.mbridge import MBRIDGE_RUNS, _fitted   # its rows hold `MOE_RUNS`' Megatron-Bridge ones: counted once
-    runs = ([r for r in MOE_RUNS if r not in MOE_FIT_RUNS and not r.name.startswith("mb-")] + MINDSPEED_MOE_RUNS
+    mb = {(r.topology, r.value) for r in MBRIDGE_RUNS}
+    runs = ([r for r in MOE_RUNS if r not in MOE_FIT_RUNS and (r.topology, r.value) not in mb] + MINDSPEED_MOE_RUNS
             + [r for r in MBRIDGE_RUNS if r.model.is_moe and not _fitted(r)])
     return {r.name: round(float(predict_run(r)) / r.value, 3) for r in runs}

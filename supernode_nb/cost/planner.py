@@ -232,8 +232,6 @@ def plan(model: ModelSpec, topology: Topology | str, global_batch: int, space: S
              step_time_s=full(get("step_time_s"), np.inf), mfu=full(get("mfu"), 0.0),
              memory_breakdown={k: full(Rs["memory_breakdown"][k] if Rs else 0.0, 0.0) for k in CATEGORIES})
     gaps = {k: np.broadcast_to(v, shape).reshape(-1) for k, v in engine_gap_columns(model, C, backend_for(topo), SCHEDULE_CODE, dt).items()}
-    if allow_uneven: gaps["uneven pipeline split (this engine needs layers divisible by pp × virtual_stages)"] = np.broadcast_to(
-        model.layers % (C["pp"] * C["v"]) != 0, shape).reshape(-1)
     runnable = ~np.logical_or.reduce(list(gaps.values())) if gaps else np.ones(shape[0] * shape[1], bool)
     flat = lambda x: np.broadcast_to(x, shape).reshape(-1)
     limit = mem_fraction * topo.chip.memory_bytes

@@ -19,7 +19,8 @@ __all__ = ['AXIS_GROUPS', 'FP32_TFLOPS', 'FP32_RATIO_ASSUMED', 'FP8_TFLOPS', 'EF
            'ATTENTION_KERNELS', 'FA2_ON_HOPPER', 'SM90_PLUS', 'HBM_EFFICIENCY', 'BUS_EFFICIENCY', 'ELEM_REPLICATED',
            'CAUSAL_EXECUTED', 'OPS_PER_LAYER', 'KERNEL_GAP_S', 'OVERLAP_CONTENTION', 'MOE_HOST_S', 'SCORE_ELEMS',
            'LOSS_BYTES', 'EAGER_REPLICATED', 'EAGER_BACKWARD', 'FP8_CAST_BYTES', 'COMM_AXES', 'ENGINE_BUCKET_BYTES',
-           'peak_tflops', 'efficiency_for', 'attention_slowdown', 'blocking_collectives', 'collectives_per_step']
+           'peak_tflops', 'same_die', 'efficiency_for', 'attention_slowdown', 'blocking_collectives',
+           'collectives_per_step']
 
 # %% ../../nbs/10_cost/16_steptime.ipynb #43197a2d
 AXIS_GROUPS = {"tp": "tp", "cp": "cp", "dp": "dp-cp", "pp": "pp", "ep": "ep", "edp": "edp"}   # axis -> layout group its collectives use
@@ -102,6 +103,10 @@ EFFICIENCY: dict[str, float] = {   # chip name -> matmul efficiency, fitted to p
 EFFICIENCY_MBRIDGE: dict[str, float] = {   # fitted to the only published runs of the chip, Megatron-Bridge's (`mbridge.fit_gb300`)
     "B300 (GB300)": 0.745}                 # at 1,400 W it sustains ~1.2x GB200's rate under the same datasheet peak
 
+def same_die(chip: str) -> list[str]:
+    "The fitted chips (`EFFICIENCY`, `EFFICIENCY_MBRIDGE`) other than `chip` on its die: \"B200 (DGX B200)\" -> [\"B200 (GB200)\"]."
+    return [k for k in (*EFFICIENCY, *EFFICIENCY_MBRIDGE) if k != chip and k.split(" (")[0] == chip.split(" (")[0]]
+
 def efficiency_for(chip, efficiency: float | None = None) -> tuple[float, str]:
     "(efficiency, where it came from) for `chip`: the given value, the fitted one, the same die's, or the published table's mean."
     if efficiency is not None:
@@ -109,9 +114,7 @@ def efficiency_for(chip, efficiency: float | None = None) -> tuple[float, str]:
         return float(efficiency), "given"
     fitted = {**EFFICIENCY, **EFFICIENCY_MBRIDGE}
     if chip.name in fitted: return fitted[chip.name], f"fitted to published runs ({chip.name})"
-    die = lambda n: n.split(" (")[0]                       # "B200 (DGX B200)" and "B200 (GB200)": one die at two power limits
-    same = [k for k in fitted if die(k) == die(chip.name)]
-    if same: return fitted[same[0]], f"fitted to published runs of the same die ({same[0]})"
+    if same := same_die(chip.name): return fitted[same[0]], f"fitted to published runs of the same die ({same[0]})"
     return float(np.mean(list(EFFICIENCY.values()))), f"uncalibrated: no published runs for {chip.name!r}; mean of fitted devices"
 
 ATTENTION_KERNELS = ("native", "fa2")
@@ -380,7 +383,8 @@ def _costs(model: ModelSpec, C: dict, topo: Topology, links: dict, efficiency, d
                 memory_breakdown={k: np.where(tl > tf, last[k], first[k]) for k in CATEGORIES},
                 tokens_per_s=C["gbs"] * model.seq_len / step, tflops_per_device=mf / step / world / 1e12,
                 hw_tflops_per_device=hf / step / world / 1e12, mfu=mf / step / world / peak, hfu=hf / step / world / peak,
-                world=world, microbatches=m, peak_tflops=peak / 1e12)
+                world=world, microbatches=m, peak_tflops=peak / 1e12,
+                moe_host_s=o["moe_host_s"] if model.is_moe and engine == "megatron" else None)   # the MoE hold priced, if any
 
 # %% ../../nbs/10_cost/16_steptime.ipynb #ec68d72d
 def _columns(cfgs) -> dict:

@@ -75,4 +75,6 @@ def engine_gap_columns(spec: ModelSpec, C: dict, backend: str = "gloo", schedule
     if 0 < spec.window < spec.seq_len: out["sliding-window attention"] = np.ones(np.shape(C["tp"]), bool)
     if spec.is_moe and (spec.shared_ffn or spec.dense_layers): out["shared experts or leading dense layers"] = np.ones(np.shape(C["tp"]), bool)
     if spec.kv_lora: out["multi-head latent attention"] = np.ones(np.shape(C["tp"]), bool)
+    if "v" in C:   # `config.check` refuses these; the planner prices them on request (`plan(allow_uneven=True)`)
+        out["uneven pipeline split (layers not divisible by pp × virtual_stages)"] = spec.layers % (np.asarray(C["pp"]) * np.asarray(C["v"])) != 0
     return out
