@@ -1,5 +1,6 @@
 """The `supernode-nb` command line as a script sees it: JSON on stdout, exit statuses, one-line errors."""
 import json, subprocess, sys
+from pathlib import Path
 import pytest
 from procs import cli
 
@@ -56,3 +57,32 @@ def test_reader_closing_the_pipe_stops_quietly():
                             stderr=subprocess.PIPE, text=True, timeout=120)
     finally: os.close(w)
     assert p.returncode == 141 and p.stderr == "", (p.returncode, p.stderr)
+
+H200 = Path(__file__).resolve().parents[1] / "examples" / "topologies" / "dgx-h200.toml"
+OFF = {"SUPERNODE_NB_ARCHIVE": "off"}
+
+def test_a_topology_file_goes_where_a_preset_goes():
+    "estimate, plan and place take the repository's H200 example; the estimate prices its memory and the die it is tied to."
+    r = cli("estimate", "--model", "llama3-70b", "--topology", H200, "--tp", "8", "--pp", "4", "--dp", "8", "--global-batch", "512",
+            "--sequence-parallel", "--json", env=OFF)
+    assert r.returncode == 0, r.stderr
+    e = json.loads(r.stdout)
+    assert (e["topology"], e["devices"], e["memory_limit_bytes"]) == ("dgx-h200", 256, 131 * 2**30)
+    assert e["efficiency_source"] == "fitted to published runs of the same die (H100 SXM)", e["efficiency_source"]
+    assert "H200 SXM has none: these are its die's" in e["expected_error"]["published"]["basis"]
+    h100 = json.loads(cli("estimate", "--model", "llama3-70b", "--topology", "dgx-h100-superpod", "--tp", "8", "--pp", "4", "--dp", "8",
+                          "--global-batch", "512", "--sequence-parallel", "--json", env=OFF).stdout)
+    assert e["step_time_s"] < h100["step_time_s"]          # the same compute with faster HBM: never slower
+    p = cli("plan", "--model", "llama3-70b", "--topology", H200, "--global-batch", "512", "--devices", "64", "--top", "1", "--json", env=OFF)
+    assert p.returncode == 0 and json.loads(p.stdout)["topology"] == "dgx-h200", p.stderr
+    assert cli("place", "--topology", H200, "--tp", "8", "--dp", "2").returncode == 0
+
+@pytest.mark.parametrize("text, msg", [
+    ('name = "x"\nbase = "dgx-h100-superpod"\ngpus = 8\n', "unknown key(s) gpus"),
+    ('name = "x"\nbase = "dgx-h100-superpod"\n[chip]\nmemory_gib = 0\n', "chip.memory_gib=0 must be a positive number"),
+    ('name = "x"\nbase = ', "not valid TOML")])
+def test_a_broken_topology_file_is_one_line_exit_2(tmp_path, text, msg):
+    f = tmp_path / "bad.toml"; f.write_text(text)
+    for cmd in ("estimate", "plan", "place"):
+        r = cli(cmd, "--topology", f, *(("--global-batch", "8") if cmd == "plan" else ("--tp", "2")), env=OFF)
+        assert r.returncode == 2 and msg in r.stderr and len(r.stderr.strip().splitlines()) == 1, (cmd, r.stderr)

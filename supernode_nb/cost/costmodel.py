@@ -12,7 +12,7 @@ import numpy as np
 from ..foundation.core import Parser, UsageError, emit
 from ..foundation.config import (ModelSpec, ParallelConfig, ConfigError, check, MODEL_PRESETS,
                                  add_model_args, model_from_args, add_parallel_args, config_from_args)
-from ..foundation.topology import Topology, topology_for, TOPOLOGY_PRESETS, GiB
+from ..foundation.topology import Topology, TopologyError, get_topology, topology_for, TOPOLOGY_PRESETS, GiB
 from .memory import (SCHEDULE_CODE, RECOMPUTE_CODE, DTYPE_BYTES, CATEGORIES, DDP_BUCKET_BYTES, step_flops,
                                       activation_bytes_per_layer, in_flight, _counts, _memory)
 from .steptime import (AXIS_GROUPS, COMM_AXES, CAUSAL_EXECUTED, EFFICIENCY, FP32_TFLOPS, efficiency_for, peak_tflops, ATTENTION_KERNELS, LOSS_BYTES,
@@ -106,12 +106,13 @@ def resolve_dtype(model: ModelSpec,         # the model (bytes_per_param: 2 for 
 def _resolve_profile(profile, topo: Topology):
     "(profile or None, the name an estimate reports): None, 'auto' (the newest matching one), a saved name, or a MachineProfile."
     where = getattr(topo, "preset", None) or topo.name
-    if profile is None: return None, f"none: the {where} preset's figures"
+    figures = f"the {where} preset's figures" if getattr(topo, "preset", None) else f"the figures given for {where}"
+    if profile is None: return None, f"none: {figures}"
     if isinstance(profile, str):
         from supernode_nb.cost.profile import find_profile, saved_profiles
         p = find_profile(where, name=None if profile == "auto" else profile)
         if p is None:
-            if profile == "auto": return None, f"none matches {where}: the preset's figures"
+            if profile == "auto": return None, f"none matches {where}: {figures}"
             have = saved_profiles()
             raise ValueError(f"profile {profile!r} not found in the archive; " + (f"saved: {', '.join(have)}" if have else
                              "it holds none (`supernode-nb calibrate` measures this machine into one)"))
@@ -275,8 +276,8 @@ def _estimate_text(e: Estimate) -> str:
 def _model_topology_args(a, default_model: str = "tiny-gpt"):
     try: model = model_from_args(a, default_model)
     except ConfigError as e: raise UsageError(f"{_PROG}: error: {e.errors[0]}") from None
-    if a.topology not in TOPOLOGY_PRESETS:
-        raise UsageError(f"{_PROG}: error: unknown topology preset {a.topology!r}; known: {', '.join(TOPOLOGY_PRESETS)}")
+    try: get_topology(a.topology)   # a preset's name or a topology file: an unknown name, a broken file, said here
+    except TopologyError as e: raise UsageError(f"{_PROG}: error: {e}") from None
     return model
 
 _PROG = "supernode-nb estimate"
@@ -285,7 +286,7 @@ def cli_estimate(argv: list[str]) -> int:
     "supernode-nb estimate: memory per device and step time of one configuration."
     p = Parser(prog=_PROG, description="Estimate memory per device and step time of a configuration on a topology.")
     add_model_args(p); add_parallel_args(p)
-    p.add_argument("--topology", default="cloudmatrix384", help=f"preset: {', '.join(TOPOLOGY_PRESETS)}")
+    p.add_argument("--topology", default="cloudmatrix384", help=f"preset ({', '.join(TOPOLOGY_PRESETS)}) or a .toml / .json topology file")
     p.add_argument("--efficiency", type=float, default=None, help="compute efficiency (default: fitted for the device)")
     p.add_argument("--dp-overlap", type=float, default=1.0); p.add_argument("--mem-fraction", type=float, default=1.0)
     p.add_argument("--allow-uneven", action="store_true", help="allow layers not divisible by pp × virtual stages")
@@ -323,7 +324,7 @@ def cli_estimate(argv: list[str]) -> int:
     text = band["text"]
     if not e.efficiency_source.startswith("profile") and a.topology != "local":   # preset figures: the published runs' errors
         from supernode_nb.cost.mindspeed import evidence_band
-        band["published"] = evidence_band(_resolve_topology(a.topology, cfg.world_size).chip.name, moe=model.is_moe)
+        band["published"] = evidence_band(_resolve_topology(a.topology, cfg.world_size).chip, moe=model.is_moe)
         text += f"; {band['published']['text']}"
     emit(dict(e.to_dict(), ok=True, fits=e.fits, expected_error=band), a.json, _estimate_text(e) + f"\n  expected error: {text}")
     return 0

@@ -125,7 +125,7 @@ def _out_of_sample_abs(chip: str) -> tuple:
     runs = [r for r in MINDSPEED_RUNS if r.topo().chip.name == chip]
     return tuple(mindspeed_errors(runs).error_pct.abs()) if runs else ()
 
-def evidence_band(chip: str,        # the device an estimate prices (`Chip.name`)
+def evidence_band(chip,             # the device an estimate prices: a `Chip` (its `die` counts) or its name
                   moe: bool = False  # the model has experts: quote the MoE rows (`moe_misses`), whatever the device
                  ) -> dict:
     "The error band an estimate on `chip` quotes: leave-one-out on the fitted table's rows of `chip` (`published.published_band`)"
@@ -137,8 +137,8 @@ def evidence_band(chip: str,        # the device an estimate prices (`Chip.name`
                      f"{MOE_EVIDENCE}; {sum(x > 1 for x in r.values())} priced too fast")
     from supernode_nb.cost.mbridge import dense_abs
     from supernode_nb.cost.steptime import EFFICIENCY_MBRIDGE, same_die
-    e, parts = (), []
-    for c in (chip, *same_die(chip)):                                 # the same die's rows join where the chip has fewer than 5 of its own
+    e, parts, dies, chip = (), [], same_die(chip), chip if isinstance(chip, str) else chip.name
+    for c in (chip, *dies):                                 # the same die's rows join where the chip has fewer than 5 of its own
         if c != chip and len(e) >= 5: break
         (loo, own), mb = _loo_abs(c), dense_abs(c)
         e += tuple(loo if own else ()) + mb

@@ -351,7 +351,7 @@ def cli_plan(argv: list[str]) -> int:
     "supernode-nb plan: the fastest configurations that fit, and why the rest do not. Exit 1 when none fits."
     p = Parser(prog=_PROG, description="Search every configuration of a model on a topology for a global batch.")
     add_model_args(p)
-    p.add_argument("--topology", default="cloudmatrix384", help=f"preset: {', '.join(TOPOLOGY_PRESETS)}")
+    p.add_argument("--topology", default="cloudmatrix384", help=f"preset ({', '.join(TOPOLOGY_PRESETS)}) or a .toml / .json topology file")
     p.add_argument("--devices", type=int, default=None, help="devices to plan for (default: the preset's default size)")
     p.add_argument("--global-batch", type=int, required=True, help="global batch (sequences)")
     p.add_argument("--top", type=int, default=10); p.add_argument("--mem-fraction", type=float, default=0.9)
@@ -374,8 +374,8 @@ def cli_plan(argv: list[str]) -> int:
     a = p.parse_args(argv)
     try: model = model_from_args(a, "tiny-gpt")
     except ConfigError as e: raise UsageError(f"{_PROG}: error: {e.errors[0]}") from None
-    if a.topology not in TOPOLOGY_PRESETS:
-        raise UsageError(f"{_PROG}: error: unknown topology preset {a.topology!r}; known: {', '.join(TOPOLOGY_PRESETS)}")
+    try: get_topology(a.topology)   # a preset's name or a topology file: an unknown name, a broken file, said here
+    except TopologyError as e: raise UsageError(f"{_PROG}: error: {e}") from None
     for k in ("devices", "global_batch", "top"):
         if getattr(a, k) is not None and getattr(a, k) < 1: raise UsageError(f"{_PROG}: error: --{k.replace('_', '-')} must be >= 1")
     if not 0 < a.mem_fraction <= 1: raise UsageError(f"{_PROG}: error: --mem-fraction {a.mem_fraction} must be in (0, 1]")

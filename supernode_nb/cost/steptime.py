@@ -91,10 +91,12 @@ def peak_tflops(chip, dtype: str = "bf16") -> tuple[float, str]:   # a `topology
     "(peak TFLOP/s of `chip` in `dtype`, where the figure comes from)."
     if dtype in ("bf16", "fp16"): return float(chip.tflops_bf16), "datasheet bf16"
     if dtype == "fp8":
+        if getattr(chip, "tflops_fp8", 0): return float(chip.tflops_fp8), f"given for {chip.name} (fp8, dense)"
         if chip.name in FP8_TFLOPS: return FP8_TFLOPS[chip.name], "datasheet fp8 (dense)"
-        raise ValueError(f"dtype fp8: no float8 rate for {chip.name!r} (held for {', '.join(FP8_TFLOPS)}); price it in bf16")
+        raise ValueError(f"dtype fp8: no float8 rate for {chip.name!r} (held for {', '.join(FP8_TFLOPS)}); price it in bf16, or give the chip's tflops_fp8 (a topology file)")
     if dtype != "fp32": raise ValueError(f"dtype {dtype!r} unknown; use fp32, bf16 or fp8")
     if chip.name.startswith("cpu"): return float(chip.tflops_bf16), "cpu: its one figure is an fp32 matmul rate"
+    if getattr(chip, "tflops_fp32", 0): return float(chip.tflops_fp32), f"given for {chip.name} (fp32)"
     if chip.name in FP32_TFLOPS: return FP32_TFLOPS[chip.name], "datasheet fp32 (no TF32)"
     return chip.tflops_bf16 * FP32_RATIO_ASSUMED, f"assumed: 1/{round(1 / FP32_RATIO_ASSUMED)} of the bf16 peak"
 
@@ -103,9 +105,12 @@ EFFICIENCY: dict[str, float] = {   # chip name -> matmul efficiency, fitted to p
 EFFICIENCY_MBRIDGE: dict[str, float] = {   # fitted to the only published runs of the chip, Megatron-Bridge's (`mbridge.fit_gb300`)
     "B300 (GB300)": 0.745}                 # at 1,400 W it sustains ~1.2x GB200's rate under the same datasheet peak
 
-def same_die(chip: str) -> list[str]:
-    "The fitted chips (`EFFICIENCY`, `EFFICIENCY_MBRIDGE`) other than `chip` on its die: \"B200 (DGX B200)\" -> [\"B200 (GB200)\"]."
-    return [k for k in (*EFFICIENCY, *EFFICIENCY_MBRIDGE) if k != chip and k.split(" (")[0] == chip.split(" (")[0]]
+def same_die(chip) -> list[str]:   # a `Chip` or its name
+    "The fitted chips (`EFFICIENCY`, `EFFICIENCY_MBRIDGE`) other than `chip` on its die: the one its `die` names, then those whose"
+    "name shares its stem: \"B200 (DGX B200)\" -> [\"B200 (GB200)\"]."
+    name, die = (chip, "") if isinstance(chip, str) else (chip.name, chip.die)
+    fitted = (*EFFICIENCY, *EFFICIENCY_MBRIDGE)
+    return [k for k in fitted if k == die != name] + [k for k in fitted if k not in (name, die) and k.split(" (")[0] == name.split(" (")[0]]
 
 def efficiency_for(chip, efficiency: float | None = None) -> tuple[float, str]:
     "(efficiency, where it came from) for `chip`: the given value, the fitted one, the same die's, or the published table's mean."
@@ -114,7 +119,7 @@ def efficiency_for(chip, efficiency: float | None = None) -> tuple[float, str]:
         return float(efficiency), "given"
     fitted = {**EFFICIENCY, **EFFICIENCY_MBRIDGE}
     if chip.name in fitted: return fitted[chip.name], f"fitted to published runs ({chip.name})"
-    if same := same_die(chip.name): return fitted[same[0]], f"fitted to published runs of the same die ({same[0]})"
+    if same := same_die(chip): return fitted[same[0]], f"fitted to published runs of the same die ({same[0]})"
     return float(np.mean(list(EFFICIENCY.values()))), f"uncalibrated: no published runs for {chip.name!r}; mean of fitted devices"
 
 ATTENTION_KERNELS = ("native", "fa2")

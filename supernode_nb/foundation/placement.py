@@ -350,7 +350,7 @@ def cli_place(argv: list[str]) -> int:
     "supernode-nb place: place a layout on a topology preset and report traffic per link level."
     p = Parser(prog="supernode-nb place", description="Place ranks on devices of a topology preset.")
     add_parallel_args(p)
-    p.add_argument("--topology", required=True, help="preset: " + ", ".join(SIZE_PARAM))
+    p.add_argument("--topology", required=True, help="preset (" + ", ".join(SIZE_PARAM) + ") or a .toml / .json topology file")
     for k in ("nodes", "supernodes", "racks", "devices"): p.add_argument(f"--{k}", type=int, default=None, help="preset size")
     p.add_argument("--unhealthy", type=int_list, default=[], help="device ids, e.g. 3,17")
     p.add_argument("--strategy", choices=STRATEGIES, default="topology-aware")

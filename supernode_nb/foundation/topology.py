@@ -1,4 +1,4 @@
-"""The physical layer (seed layers 6 and 7): devices in nodes, high-speed domains, link levels with bandwidth and latency, network planes, unhealthy devices — and presets of real machines with their sources.
+"""The physical layer (seed layers 6 and 7) as real machines: presets with their sources, the registry that builds them by name, and topology files for a machine that is none of them.
 
 Docs: https://supernode-nb.github.io/supernode_nb/00_foundation/topology.html.md"""
 
@@ -6,231 +6,20 @@ Docs: https://supernode-nb.github.io/supernode_nb/00_foundation/topology.html.md
 
 # %% ../../nbs/00_foundation/02_topology.ipynb #94576cf3
 from __future__ import annotations
-import math, os
+import json, math, os, tomllib
 from dataclasses import dataclass, asdict, replace
 from typing import Callable, Iterable
 import numpy as np
 from fastcore.basics import patch
+from .machine import (GiB, SCOPES, SELF, Chip, Device, LinkLevel, Path, Plane, Topology, TopologyError,
+                                             _check_size)
 
 # %% auto #0
-__all__ = ['GiB', 'SCOPES', 'SELF', 'A100', 'H100', 'B200', 'B200_DGX', 'B300', 'B300_DGX', 'ASCEND_910B', 'ASCEND_910C',
-           'ASCEND_910C_DIE', 'TOPOLOGY_PRESETS', 'SIZE_PARAM', 'Chip', 'LinkLevel', 'Plane', 'Device', 'Path',
-           'TopologyError', 'Topology', 'cloudmatrix384', 'atlas_a2_pod', 'atlas_a3_superpod', 'dgx_a100_superpod',
-           'dgx_h100_superpod', 'dgx_b200_superpod', 'dgx_b300_superpod', 'gb200_nvl72', 'gb300_nvl72', 'local_cpu',
-           'get_topology', 'topology_for']
-
-# %% ../../nbs/00_foundation/02_topology.ipynb #7ae6ce8b
-@dataclass(frozen=True)
-class Chip:
-    "One accelerator (a rank runs on one)."
-    name: str               # e.g. "H100 SXM"
-    tflops_bf16: float      # dense bf16/fp16 TFLOP/s
-    memory_bytes: int       # device memory (HBM)
-    hbm_GBps: float         # memory bandwidth, GB/s
-    note: str = ""          # source, or why the figure is a default
-
-@dataclass(frozen=True)
-class LinkLevel:
-    "One level of the interconnect; `Topology.levels` lists them innermost first."
-    name: str               # e.g. "loopback", "hccs", "ub", "nvlink", "roce", "ib"
-    scope: str              # "node" (same node), "domain" (same high-speed domain), "cluster" (anywhere)
-    bandwidth_GBps: float   # per device, unidirectional, GB/s
-    latency_s: float        # per message
-    plane: str = "parameter"  # network plane that carries collectives on this level
-    note: str = ""          # source, or "assumed"
-
-@dataclass(frozen=True)
-class Plane:
-    "A network plane: parameter, data, storage, management, service — or a scale-up fabric."
-    name: str
-    bandwidth_GBps: float   # per node, GB/s
-    carries: str            # what traffic rides it
-    note: str = ""          # source, or "assumed"
-
-@dataclass(frozen=True)
-class Device:
-    "One device: its id and where it sits."
-    id: int; supernode: int; node: int; local: int; domain: int   # local = index within its node
-
-@dataclass(frozen=True)
-class Path:
-    "The link between two devices: the level it rides and what that level offers."
-    level: str; bandwidth_GBps: float; latency_s: float; plane: str   # level "self" for a == b
-
-class TopologyError(ValueError):
-    "A bad topology request: unknown preset, bad size, device id out of range."
-
-GiB = 2**30
-SCOPES = ("node", "domain", "cluster")
-SELF = LinkLevel("self", "self", math.inf, 0.0, "none", "a device to itself: no link")
-
-# %% ../../nbs/00_foundation/02_topology.ipynb #3cf6d310
-class Topology:
-    "Devices in nodes, high-speed domains and supernodes, the link levels between them, and the network planes."
-    def __init__(self, name: str, chip: Chip, levels: Iterable[LinkLevel], planes: dict[str, Plane],
-                 devices_per_node: int, nodes: int = 1,
-                 nodes_per_domain: int = 1,          # nodes joined by one high-speed fabric
-                 nodes_per_supernode: int | None = None,  # nodes per supernode / scalable unit / rack (None: nodes_per_domain)
-                 unhealthy: Iterable[int] = (),
-                 vendor: str = "cpu",                # "nvidia", "ascend" or "cpu": picks the visible-devices variable
-                 preset: str | None = None, sizes: dict | None = None,  # how to rebuild it (`from_dict`)
-                 host_prefix: str = "node"):         # host names: f"{host_prefix}{node:04d}"; "127.0.0.1" for cpu
-        for k, v in dict(devices_per_node=devices_per_node, nodes=nodes, nodes_per_domain=nodes_per_domain).items():
-            _check_size(k, v)
-        self.name, self.chip, self.levels, self.planes = name, chip, tuple(levels), dict(planes)
-        self.devices_per_node, self.num_nodes, self.nodes_per_domain = devices_per_node, nodes, nodes_per_domain
-        self.nodes_per_supernode = nodes_per_supernode or nodes_per_domain
-        self.domain_size = devices_per_node * nodes_per_domain
-        self.vendor, self.preset, self.sizes, self.host_prefix = vendor, preset, dict(sizes or {}), host_prefix
-        self._check_levels()
-        ids = np.arange(self.num_devices)
-        self.node_of, self.local_of = ids // devices_per_node, ids % devices_per_node
-        self.domain_of = self.node_of // nodes_per_domain
-        self.supernode_of = self.node_of // self.nodes_per_supernode
-        self.unhealthy = frozenset(self._check_ids(unhealthy))
-
-    @property
-    def num_devices(self) -> int: return self.devices_per_node * self.num_nodes
-    @property
-    def num_domains(self) -> int: return -(-self.num_nodes // self.nodes_per_domain)
-    @property
-    def num_supernodes(self) -> int: return -(-self.num_nodes // self.nodes_per_supernode)
-    def __len__(self): return self.num_devices
-
-    def __repr__(self):
-        return (f"Topology({self.name!r}: {self.num_devices} devices = {self.num_nodes} nodes × {self.devices_per_node}, "
-                f"{self.num_domains} domain(s) of {self.domain_size}, {len(self.unhealthy)} unhealthy)")
-
-# %% ../../nbs/00_foundation/02_topology.ipynb #3af12f92
-def _check_size(name, v):
-    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
-        raise TopologyError(f"{name}={v!r} must be an integer >= 1")
-
-@patch
-def _check_levels(self: Topology):
-    if not self.levels: raise TopologyError(f"topology {self.name!r} needs at least one link level")
-    bad = [l.scope for l in self.levels if l.scope not in SCOPES]
-    if bad: raise TopologyError(f"unknown level scope(s) {bad}; use {', '.join(SCOPES)}")
-    order = [SCOPES.index(l.scope) for l in self.levels]
-    if order != sorted(order): raise TopologyError(f"levels must run innermost first (node, domain, cluster); got {[l.scope for l in self.levels]}")
-    names = [l.name for l in self.levels]
-    if len(set(names)) < len(names): raise TopologyError(f"level names must be distinct: {names}")
-    first = {s: next((i for i, l in enumerate(self.levels) if l.scope == s), None) for s in SCOPES}
-    if self.num_domains > 1 and first["cluster"] is None:
-        raise TopologyError(f"{self.num_domains} domains need a cluster-scope level between them")
-    cl = first["cluster"] if first["cluster"] is not None else len(self.levels) - 1
-    dom = first["domain"] if first["domain"] is not None else cl
-    self._scope_level = {"node": first["node"] if first["node"] is not None else dom, "domain": dom, "cluster": cl}
-    for l in self.levels:
-        if l.plane not in self.planes: raise TopologyError(f"level {l.name!r} rides plane {l.plane!r}, which is not in planes {list(self.planes)}")
-
-@patch
-def _check_ids(self: Topology, ids) -> list[int]:
-    out = []
-    for i in ids:
-        if isinstance(i, bool) or not isinstance(i, (int, np.integer)):
-            raise TopologyError(f"device id {i!r} must be an integer")
-        if not 0 <= i < self.num_devices:
-            raise TopologyError(f"device {i} out of range 0..{self.num_devices - 1} ({self.name}, {self.num_devices} devices)")
-        out.append(int(i))
-    return out
-
-# %% ../../nbs/00_foundation/02_topology.ipynb #76f41d76
-@patch
-def level_indices(self: Topology, a, b) -> np.ndarray:
-    "Index into `levels` of the link between devices `a[i]` and `b[i]` (arrays); -1 where a == b."
-    a, b = np.asarray(a), np.asarray(b)
-    s = self._scope_level
-    out = np.where(self.domain_of[a] == self.domain_of[b], s["domain"], s["cluster"])
-    out = np.where(self.node_of[a] == self.node_of[b], s["node"], out)
-    return np.where(a == b, -1, out)
-
-@patch
-def level_index(self: Topology, a: int, b: int) -> int:
-    "Index into `levels` of the link between devices `a` and `b` (-1 for a device to itself)."
-    self._check_ids([a, b])
-    return int(self.level_indices(a, b))
-
-@patch
-def path(self: Topology, a: int, b: int) -> Path:
-    "Link level, bandwidth, latency and plane between devices `a` and `b`."
-    i = self.level_index(a, b)
-    l = SELF if i < 0 else self.levels[i]
-    return Path(l.name, l.bandwidth_GBps, l.latency_s, l.plane)
-
-@patch
-def level_of(self: Topology, name_or_index) -> LinkLevel:
-    "A level by name or index (\"self\" or -1 give `SELF`)."
-    if name_or_index in ("self", -1): return SELF
-    if isinstance(name_or_index, str):
-        for l in self.levels:
-            if l.name == name_or_index: return l
-        raise TopologyError(f"no level {name_or_index!r} in {self.name}; levels: {', '.join(l.name for l in self.levels)}")
-    return self.levels[name_or_index]
-
-# %% ../../nbs/00_foundation/02_topology.ipynb #9b9e1791
-@patch(as_prop=True)
-def devices(self: Topology) -> list[Device]:
-    "Every device, by id (built on first use)."
-    if self.__dict__.get("_devices") is None:
-        self._devices = [Device(i, s, n, l, d) for i, s, n, l, d in zip(range(self.num_devices), self.supernode_of.tolist(),
-                         self.node_of.tolist(), self.local_of.tolist(), self.domain_of.tolist())]
-    return self._devices
-
-@patch
-def device(self: Topology, i: int) -> Device:
-    "Device `i`."
-    self._check_ids([i])
-    return self.devices[i]
-
-@patch
-def healthy_ids(self: Topology) -> np.ndarray:
-    "Ids of the healthy devices, ascending."
-    m = np.ones(self.num_devices, bool)
-    m[list(self.unhealthy)] = False
-    return np.flatnonzero(m)
-
-@patch
-def healthy(self: Topology) -> list[Device]:
-    "The healthy devices, by id."
-    return [self.devices[i] for i in self.healthy_ids()]
-
-@patch
-def with_unhealthy(self: Topology, ids) -> "Topology":
-    "A copy with the devices `ids` (as well as those already) marked unhealthy."
-    new = object.__new__(Topology)
-    new.__dict__.update(self.__dict__)
-    new.unhealthy = self.unhealthy | frozenset(self._check_ids(ids))
-    return new
-
-@patch
-def host(self: Topology, node: int) -> str:
-    "Host name of `node`."
-    if not 0 <= node < self.num_nodes: raise TopologyError(f"node {node} out of range 0..{self.num_nodes - 1}")
-    return "127.0.0.1" if self.vendor == "cpu" else f"{self.host_prefix}{node:04d}"
-
-@patch(as_prop=True)
-def visible_devices_env(self: Topology) -> str | None:
-    "The variable that picks a process's devices: CUDA_VISIBLE_DEVICES, ASCEND_RT_VISIBLE_DEVICES, or None on CPU."
-    return {"nvidia": "CUDA_VISIBLE_DEVICES", "ascend": "ASCEND_RT_VISIBLE_DEVICES"}.get(self.vendor)
-
-# %% ../../nbs/00_foundation/02_topology.ipynb #0d42f884
-@patch
-def to_dict(self: Topology) -> dict:
-    "Plain data: name, chip, levels, planes, sizes, counts, unhealthy devices."
-    return {"name": self.name, "preset": self.preset, "sizes": dict(self.sizes), "vendor": self.vendor,
-            "chip": asdict(self.chip), "levels": [asdict(l) for l in self.levels],
-            "planes": {k: asdict(p) for k, p in self.planes.items()},
-            "num_devices": self.num_devices, "num_nodes": self.num_nodes, "num_domains": self.num_domains,
-            "num_supernodes": self.num_supernodes, "devices_per_node": self.devices_per_node,
-            "domain_size": self.domain_size, "nodes_per_supernode": self.nodes_per_supernode,
-            "unhealthy": sorted(self.unhealthy), "visible_devices_env": self.visible_devices_env}
-
-@patch(cls_method=True)
-def from_dict(cls: Topology, d: dict) -> Topology:
-    "Rebuild a preset topology from `to_dict()` output."
-    if not d.get("preset"): raise TopologyError(f"topology {d.get('name')!r} is not a preset; cannot rebuild it from a dict")
-    return get_topology(d["preset"], **d.get("sizes", {})).with_unhealthy(d.get("unhealthy", []))
+__all__ = ['A100', 'H100', 'B200', 'B200_DGX', 'B300', 'B300_DGX', 'ASCEND_910B', 'ASCEND_910C', 'ASCEND_910C_DIE',
+           'TOPOLOGY_PRESETS', 'SIZE_PARAM', 'TOPOLOGY_FILES', 'cloudmatrix384', 'atlas_a2_pod', 'atlas_a3_superpod',
+           'dgx_a100_superpod', 'dgx_h100_superpod', 'dgx_b200_superpod', 'dgx_b300_superpod', 'gb200_nvl72',
+           'gb300_nvl72', 'local_cpu', 'is_topology_file', 'get_topology', 'topology_for', 'topology_from_spec',
+           'load_topology']
 
 # %% ../../nbs/00_foundation/02_topology.ipynb #3fbb3dda
 A100 = Chip("A100 80GB SXM", 312.0, 80 * GiB, 2039.0, "NVIDIA datasheet; Megatron SC21 §5")
@@ -383,18 +172,117 @@ SIZE_PARAM: dict[str, tuple[str, int]] = {   # preset -> (its size parameter, de
     "dgx-a100-superpod": ("nodes", 8), "dgx-h100-superpod": ("nodes", 8), "dgx-b200-superpod": ("nodes", 8),
     "dgx-b300-superpod": ("nodes", 8), "gb200-nvl72": ("racks", 72), "gb300-nvl72": ("racks", 72), "local": ("devices", 1)}
 
+TOPOLOGY_FILES = (".toml", ".json")   # a name ending so is a topology file (`load_topology`), not a preset
+
+def is_topology_file(name) -> bool:
+    "Whether `name` is a path to a topology file (.toml, .json) rather than a preset's name."
+    return isinstance(name, (str, os.PathLike)) and str(name).lower().endswith(TOPOLOGY_FILES)
+
 def get_topology(name: str, **sizes) -> Topology:
-    "The preset `name` built with `sizes` (e.g. nodes=64); clear errors for unknown names and sizes."
+    "The preset `name` built with `sizes` (e.g. nodes=64), or a topology file (`load_topology`); clear errors for unknown names and sizes."
+    if is_topology_file(name):
+        if extra := sorted(set(sizes) - {"nodes"}): raise TopologyError(f"topology file {str(name)!r} takes nodes=..., not {', '.join(extra)}")
+        return load_topology(name, **sizes)
     if name not in TOPOLOGY_PRESETS:
-        raise TopologyError(f"unknown topology preset {name!r}; known: {', '.join(TOPOLOGY_PRESETS)}")
+        raise TopologyError(f"unknown topology preset {name!r}; known: {', '.join(TOPOLOGY_PRESETS)}; or a {' / '.join(TOPOLOGY_FILES)} file")
     param = SIZE_PARAM[name][0]
     extra = sorted(set(sizes) - {param})
     if extra: raise TopologyError(f"preset {name!r} takes {param}=..., not {', '.join(extra)}")
     return TOPOLOGY_PRESETS[name](**sizes)
 
 def topology_for(name: str, devices: int) -> Topology:
-    "The preset `name` sized to hold at least `devices` devices."
+    "The preset (or topology file) `name` sized to hold at least `devices` devices."
     _check_size("devices", devices)
-    if name not in TOPOLOGY_PRESETS: get_topology(name)
+    if name not in TOPOLOGY_PRESETS: return get_topology(name, nodes=-(-devices // get_topology(name).devices_per_node))
     param, unit = SIZE_PARAM[name]
     return get_topology(name, **{param: -(-devices // unit)})
+
+# %% ../../nbs/00_foundation/02_topology.ipynb #091854f3
+@patch(cls_method=True)
+def from_dict(cls: Topology, d: dict) -> Topology:
+    "Rebuild a preset topology, or one a file described, from `to_dict()` output."
+    if d.get("spec"): return topology_from_spec(d["spec"], d["name"]).with_unhealthy(d.get("unhealthy", []))
+    if not d.get("preset"): raise TopologyError(f"topology {d.get('name')!r} is not a preset; cannot rebuild it from a dict")
+    return get_topology(d["preset"], **d.get("sizes", {})).with_unhealthy(d.get("unhealthy", []))
+
+# %% ../../nbs/00_foundation/02_topology.ipynb #354b99aa
+_SPEC = {"name", "base", "nodes", "devices_per_node", "nodes_per_domain", "nodes_per_supernode", "vendor", "note", "chip", "levels", "planes"}
+_CHIP = {"name", "tflops_bf16", "memory_gib", "hbm_GBps", "tflops_fp8", "tflops_fp32", "die", "note"}
+_LEVEL = {"name", "scope", "bandwidth_GBps", "latency_us", "plane", "note"}
+
+def _table(where, d, known) -> dict:
+    if not isinstance(d, dict): raise TopologyError(f"{where} must be a table, not {type(d).__name__}")
+    if bad := sorted(set(d) - known): raise TopologyError(f"{where}: unknown key(s) {', '.join(bad)}; known: {', '.join(sorted(known))}")
+    return d
+
+def _pos(where, v, integer=False):
+    if isinstance(v, bool) or not isinstance(v, int if integer else (int, float)) or not 0 < v < math.inf:
+        raise TopologyError(f"{where}={v!r} must be a positive {'integer' if integer else 'number'}")
+    return v
+
+def _level(where, d, src, base: LinkLevel | None = None) -> LinkLevel:
+    d = _table(where, d, _LEVEL)
+    f = {**(dict(name=base.name, scope=base.scope, bandwidth_GBps=base.bandwidth_GBps, latency_us=base.latency_s * 1e6, plane=base.plane)
+            if base else {}), **d}
+    if missing := [k for k in ("name", "scope", "bandwidth_GBps", "latency_us") if k not in f]: raise TopologyError(f"{where}: missing {', '.join(missing)}")
+    if f["scope"] not in SCOPES: raise TopologyError(f"{where}: scope {f['scope']!r} must be one of {', '.join(SCOPES)}")
+    note = d.get("note", f"{', '.join(sorted(set(d) - {'note'}))} from {src}" + (f" (base: {base.note})" if base else "") if set(d) - {"note"} else base.note)
+    return LinkLevel(str(f["name"]), f["scope"], float(_pos(f"{where}.bandwidth_GBps", f["bandwidth_GBps"])),
+                     _pos(f"{where}.latency_us", f["latency_us"]) * 1e-6, str(f.get("plane", "parameter")), note)
+
+def topology_from_spec(spec: dict,             # a topology file's contents (see above)
+                       source: str = "spec",   # where it came from, for notes and errors
+                       nodes: int | None = None # override the spec's `nodes`
+                      ) -> Topology:
+    "A `Topology` from plain data: a `base` preset with overrides, or chip, levels and node shape in full."
+    s = _table(source, spec, _SPEC)
+    if "name" not in s: raise TopologyError(f"{source}: missing name")
+    base = get_topology(s["base"]) if "base" in s else None
+    if base is None and (missing := [k for k in ("chip", "levels", "devices_per_node") if k not in s]):
+        raise TopologyError(f"{source}: without a base preset it needs {', '.join(missing)}")
+    c = dict(_table(f"{source}: chip", s.get("chip", {}), _CHIP))
+    if "memory_gib" in c: c["memory_bytes"] = int(_pos(f"{source}: chip.memory_gib", c.pop("memory_gib")) * GiB)
+    for k in ("tflops_bf16", "hbm_GBps", "tflops_fp8", "tflops_fp32"):
+        if k in c: _pos(f"{source}: chip.{k}", c[k])
+    given = sorted(set(c) - {"note", "name", "die"})
+    fields = {**(asdict(base.chip) if base else {}), **c}
+    if missing := [k for k in ("name", "tflops_bf16", "memory_bytes", "hbm_GBps") if k not in fields]: raise TopologyError(f"{source}: chip needs {', '.join(missing)}")
+    fields.setdefault("note", f"{', '.join(given)} from {source}" + (f"; the rest {base.chip.name}'s ({base.chip.note})" if base else ""))
+    chip = Chip(**fields)
+    L = s.get("levels", {})
+    if isinstance(L, list): levels = tuple(_level(f"{source}: levels[{i}]", d, source) for i, d in enumerate(L))
+    elif base is None: raise TopologyError(f"{source}: levels must be an array of tables without a base preset")
+    else:
+        _table(f"{source}: levels (by the base's level names)", L, {l.name for l in base.levels})
+        levels = tuple(_level(f"{source}: levels.{l.name}", L[l.name], source, l) if l.name in L else l for l in base.levels)
+    if not levels: raise TopologyError(f"{source}: levels is empty")
+    dpn = _pos(f"{source}: devices_per_node", s.get("devices_per_node", base.devices_per_node if base else 0), True)
+    nodes = _pos(f"{source}: nodes", nodes if nodes is not None else s.get("nodes", base.num_nodes if base else 1), True)
+    npd = _pos(f"{source}: nodes_per_domain", s.get("nodes_per_domain", base.nodes_per_domain if base else 1), True)
+    nps = _pos(f"{source}: nodes_per_supernode", s.get("nodes_per_supernode", base.nodes_per_supernode if base else npd), True)
+    if (vendor := s.get("vendor", base.vendor if base else "nvidia")) not in ("nvidia", "ascend", "cpu"):
+        raise TopologyError(f"{source}: vendor {vendor!r} must be nvidia, ascend or cpu")
+    if base: planes = dict(base.planes)
+    else:
+        fab = levels[0] if levels[0].plane != "parameter" else None
+        planes = _planes(fab and Plane(fab.plane, fab.bandwidth_GBps * dpn, f"collectives on {fab.name}", fab.note),
+                         (dpn * levels[-1].bandwidth_GBps, f"{dpn} × the {levels[-1].name} level"), *[(12.5, f"assumed: not in {source}")] * 4)
+    for k, p in _table(f"{source}: planes", s.get("planes", {}), set(planes) | {"parameter", "data", "storage", "management", "service"}).items():
+        p, old = _table(f"{source}: planes.{k}", p, {"bandwidth_GBps", "carries", "note"}), planes.get(k)
+        planes[k] = Plane(k, float(_pos(f"{source}: planes.{k}.bandwidth_GBps", p.get("bandwidth_GBps", old.bandwidth_GBps if old else 0))),
+                          p.get("carries", old.carries if old else "given in " + source), p.get("note", f"from {source}"))
+    T = Topology(str(s["name"]), chip, levels, planes, dpn, nodes, npd, nps, vendor=vendor, sizes=dict(nodes=nodes),
+                 host_prefix=base.host_prefix if base else "node")
+    T.spec = {**spec, "nodes": nodes}       # how to rebuild it (`from_dict`, a run's workers)
+    return T
+
+def load_topology(path,                   # a .toml or .json file
+                  nodes: int | None = None # override the file's `nodes`
+                 ) -> Topology:
+    "The topology a file describes; errors name the file, the key and the broken constraint."
+    p = str(path)
+    try:
+        with open(p, "rb") as f: spec = tomllib.load(f) if p.lower().endswith(".toml") else json.load(f)
+    except FileNotFoundError: raise TopologyError(f"topology file {p!r} not found") from None
+    except (tomllib.TOMLDecodeError, json.JSONDecodeError, UnicodeDecodeError) as e: raise TopologyError(f"{p}: not valid {p.rsplit('.', 1)[-1].upper()}: {e}") from None
+    return topology_from_spec(spec, os.path.basename(p), nodes)

@@ -11,7 +11,7 @@ from pathlib import Path
 from ..foundation.core import Parser, UsageError, emit
 from ..foundation.config import ConfigError, ParallelConfig
 from ..foundation.placement import PlacementError, STRATEGIES
-from ..foundation.topology import TOPOLOGY_PRESETS, TopologyError
+from ..foundation.topology import TopologyError, get_topology
 from .figures import beside_figure, choose_figure, estimate_figure, placement_figure, records_figure, traffic_figure
 from .demo_steps import (choose, choose_text, config_name, demo_placement, estimate_choice, estimate_text, machine_profile,
                                         main_axis, record_demo, record_text, run_small, run_text, small_shape, speed_check, summary_text)
@@ -128,8 +128,8 @@ def cli_demo(argv: list[str]) -> int:
     if a.run_steps < 0: p.error(f"--run-steps {a.run_steps} must be >= 0")
     if a.pick < 1 or a.global_batch < 1: p.error("--pick and --global-batch must be >= 1")
     for t in (a.topology, a.contrast):
-        if t not in TOPOLOGY_PRESETS and t != "none" and t is not None:
-            raise UsageError(f"supernode-nb demo: error: unknown topology preset {t!r}; known: {', '.join(TOPOLOGY_PRESETS)}")
+        try: t in ("none", None) or get_topology(t)     # a preset's name or a topology file
+        except TopologyError as e: raise UsageError(f"supernode-nb demo: error: {e}") from None
     t0 = time.monotonic()
     try: steps, S = demo(a.model, a.topology, None if a.contrast == "none" else a.contrast, a.global_batch, a.pick, a.strategy,
                          a.run_steps, say=None if a.json else lambda s: print(s, flush=True))

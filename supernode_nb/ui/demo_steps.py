@@ -156,7 +156,7 @@ def estimate_argv(model: str, topology: str, cfg: ParallelConfig) -> list[str]:
     if c.get("global_batch_size"): argv += ["--global-batch", str(c["global_batch_size"])]
     return argv + (["--sequence-parallel"] if c["sequence_parallel"] else [])
 
-def expected_error(chip: str,         # the device (`Chip.name`)
+def expected_error(chip,              # the device: a `Chip` or its name
                    moe: bool = False   # a model with experts: the MoE runs' band, on any device
                   ) -> dict:
     "The cost model's error against published runs on `chip` (`mindspeed.evidence_band`: leave-one-out on its rows, out of"
@@ -174,7 +174,7 @@ def estimate_choice(model: str, topology: str, cfg: ParallelConfig) -> dict:
              for a, l in e.links.items() if l["group_size"] > 1 and l["level"] in lv}
     used = dict(chip=T.chip.name, tflops_bf16=T.chip.tflops_bf16, memory_GiB=T.chip.memory_bytes / 2**30, hbm_GBps=T.chip.hbm_GBps,
                 efficiency=e.efficiency, efficiency_source=e.efficiency_source, links=links)
-    return dict(estimate=e.to_dict(), used=used, expected_error=expected_error(T.chip.name, m.is_moe),
+    return dict(estimate=e.to_dict(), used=used, expected_error=expected_error(T.chip, m.is_moe),
                 command="supernode-nb " + " ".join(estimate_argv(model, topology, cfg)))
 
 def estimate_text(d: dict) -> str:
