@@ -106,8 +106,7 @@ EFFICIENCY_MBRIDGE: dict[str, float] = {   # fitted to the only published runs o
     "B300 (GB300)": 0.745}                 # at 1,400 W it sustains ~1.2x GB200's rate under the same datasheet peak
 
 def same_die(chip) -> list[str]:   # a `Chip` or its name
-    "The fitted chips (`EFFICIENCY`, `EFFICIENCY_MBRIDGE`) other than `chip` on its die: the one its `die` names, then those whose"
-    "name shares its stem: \"B200 (DGX B200)\" -> [\"B200 (GB200)\"]."
+    "Fitted chips on `chip`'s die: the one its `die` names, then those sharing its name's stem (\"B200 (DGX B200)\" -> [\"B200 (GB200)\"])."
     name, die = (chip, "") if isinstance(chip, str) else (chip.name, chip.die)
     fitted = (*EFFICIENCY, *EFFICIENCY_MBRIDGE)
     return [k for k in fitted if k == die != name] + [k for k in fitted if k not in (name, die) and k.split(" (")[0] == name.split(" (")[0]]

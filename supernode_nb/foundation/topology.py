@@ -18,8 +18,8 @@ from .machine import (GiB, SCOPES, SELF, Chip, Device, LinkLevel, Path, Plane, T
 __all__ = ['A100', 'H100', 'B200', 'B200_DGX', 'B300', 'B300_DGX', 'ASCEND_910B', 'ASCEND_910C', 'ASCEND_910C_DIE',
            'TOPOLOGY_PRESETS', 'SIZE_PARAM', 'TOPOLOGY_FILES', 'cloudmatrix384', 'atlas_a2_pod', 'atlas_a3_superpod',
            'dgx_a100_superpod', 'dgx_h100_superpod', 'dgx_b200_superpod', 'dgx_b300_superpod', 'gb200_nvl72',
-           'gb300_nvl72', 'local_cpu', 'is_topology_file', 'get_topology', 'topology_for', 'topology_from_spec',
-           'load_topology']
+           'gb300_nvl72', 'local_cpu', 'is_topology_file', 'get_topology', 'size_param', 'topology_for',
+           'topology_from_spec', 'load_topology']
 
 # %% ../../nbs/00_foundation/02_topology.ipynb #3fbb3dda
 A100 = Chip("A100 80GB SXM", 312.0, 80 * GiB, 2039.0, "NVIDIA datasheet; Megatron SC21 §5")
@@ -190,11 +190,14 @@ def get_topology(name: str, **sizes) -> Topology:
     if extra: raise TopologyError(f"preset {name!r} takes {param}=..., not {', '.join(extra)}")
     return TOPOLOGY_PRESETS[name](**sizes)
 
+def size_param(name: str) -> tuple[str, int]:
+    "(the size parameter, devices per unit of it) of a preset (`SIZE_PARAM`) or a topology file (nodes of its devices_per_node)."
+    return ("nodes", get_topology(name).devices_per_node) if name not in SIZE_PARAM else SIZE_PARAM[name]
+
 def topology_for(name: str, devices: int) -> Topology:
     "The preset (or topology file) `name` sized to hold at least `devices` devices."
     _check_size("devices", devices)
-    if name not in TOPOLOGY_PRESETS: return get_topology(name, nodes=-(-devices // get_topology(name).devices_per_node))
-    param, unit = SIZE_PARAM[name]
+    param, unit = size_param(name)
     return get_topology(name, **{param: -(-devices // unit)})
 
 # %% ../../nbs/00_foundation/02_topology.ipynb #091854f3
@@ -226,7 +229,8 @@ def _level(where, d, src, base: LinkLevel | None = None) -> LinkLevel:
             if base else {}), **d}
     if missing := [k for k in ("name", "scope", "bandwidth_GBps", "latency_us") if k not in f]: raise TopologyError(f"{where}: missing {', '.join(missing)}")
     if f["scope"] not in SCOPES: raise TopologyError(f"{where}: scope {f['scope']!r} must be one of {', '.join(SCOPES)}")
-    note = d.get("note", f"{', '.join(sorted(set(d) - {'note'}))} from {src}" + (f" (base: {base.note})" if base else "") if set(d) - {"note"} else base.note)
+    changed = ", ".join(sorted(set(d) - {"note"}))
+    note = d.get("note") or (f"from {src}" if base is None else f"{changed} from {src}; base: {base.note}" if changed else base.note)
     return LinkLevel(str(f["name"]), f["scope"], float(_pos(f"{where}.bandwidth_GBps", f["bandwidth_GBps"])),
                      _pos(f"{where}.latency_us", f["latency_us"]) * 1e-6, str(f.get("plane", "parameter")), note)
 
@@ -244,11 +248,10 @@ def topology_from_spec(spec: dict,             # a topology file's contents (see
     if "memory_gib" in c: c["memory_bytes"] = int(_pos(f"{source}: chip.memory_gib", c.pop("memory_gib")) * GiB)
     for k in ("tflops_bf16", "hbm_GBps", "tflops_fp8", "tflops_fp32"):
         if k in c: _pos(f"{source}: chip.{k}", c[k])
-    given = sorted(set(c) - {"note", "name", "die"})
     fields = {**(asdict(base.chip) if base else {}), **c}
     if missing := [k for k in ("name", "tflops_bf16", "memory_bytes", "hbm_GBps") if k not in fields]: raise TopologyError(f"{source}: chip needs {', '.join(missing)}")
-    fields.setdefault("note", f"{', '.join(given)} from {source}" + (f"; the rest {base.chip.name}'s ({base.chip.note})" if base else ""))
-    chip = Chip(**fields)
+    if "note" not in c: fields["note"] = f"{', '.join(sorted(set(c) - {'name', 'die'})) or 'name'} from {source}" + (f"; the rest {base.chip.name}'s ({base.chip.note})" if base else "")
+    chip = Chip(**fields) if c or base is None else base.chip
     L = s.get("levels", {})
     if isinstance(L, list): levels = tuple(_level(f"{source}: levels[{i}]", d, source) for i, d in enumerate(L))
     elif base is None: raise TopologyError(f"{source}: levels must be an array of tables without a base preset")
@@ -263,10 +266,9 @@ def topology_from_spec(spec: dict,             # a topology file's contents (see
     if (vendor := s.get("vendor", base.vendor if base else "nvidia")) not in ("nvidia", "ascend", "cpu"):
         raise TopologyError(f"{source}: vendor {vendor!r} must be nvidia, ascend or cpu")
     if base: planes = dict(base.planes)
-    else:
-        fab = levels[0] if levels[0].plane != "parameter" else None
-        planes = _planes(fab and Plane(fab.plane, fab.bandwidth_GBps * dpn, f"collectives on {fab.name}", fab.note),
-                         (dpn * levels[-1].bandwidth_GBps, f"{dpn} × the {levels[-1].name} level"), *[(12.5, f"assumed: not in {source}")] * 4)
+    else:   # the parameter plane from the outermost level; a scale-up plane per level that names one; the rest assumed
+        planes = _planes(None, (dpn * levels[-1].bandwidth_GBps, f"{dpn} × the {levels[-1].name} level"), *[(12.5, f"assumed: not in {source}")] * 4)
+        for l in levels: planes.setdefault(l.plane, Plane(l.plane, l.bandwidth_GBps * dpn, f"collectives on {l.name}", l.note))
     for k, p in _table(f"{source}: planes", s.get("planes", {}), set(planes) | {"parameter", "data", "storage", "management", "service"}).items():
         p, old = _table(f"{source}: planes.{k}", p, {"bandwidth_GBps", "carries", "note"}), planes.get(k)
         planes[k] = Plane(k, float(_pos(f"{source}: planes.{k}.bandwidth_GBps", p.get("bandwidth_GBps", old.bandwidth_GBps if old else 0))),

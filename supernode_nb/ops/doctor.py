@@ -289,7 +289,7 @@ def doctor(model: ModelSpec | str | None = None,    # a preset name or spec (def
            config: ParallelConfig | None = None,        # the layout (default dp over `world`)
            world: int | None = None,                    # ranks (default the config's world size)
            quick: bool = False,                         # skip the slow checks
-           topology: str = "local",                     # topology preset to place on
+           topology: str = "local",                     # topology preset (or a topology file) to place on
            checkpoint: str | None = None,               # a checkpoint folder to verify
            device: str | None = None,                   # cpu, cuda or npu (None: best present)
            timeout_s: float = 30.0,                     # for checks that start processes
@@ -328,7 +328,7 @@ def cli_doctor(argv: list[str]) -> int:
     add_model_args(p); add_parallel_args(p, world=True)
     p.add_argument("--quick", action="store_true", help="skip the slow checks")
     p.add_argument("--checkpoint", default=None, help="a checkpoint folder to verify")
-    p.add_argument("--topology", default="local", help="topology preset to place the layout on")
+    p.add_argument("--topology", default="local", help="topology preset (or a .toml / .json topology file) to place the layout on")
     p.add_argument("--device", default=None, choices=("cpu", "cuda", "npu"))
     p.add_argument("--timeout", type=float, default=30.0, help="seconds for checks that start processes")
     p.add_argument("--binding", type=parse_binding, default=None,

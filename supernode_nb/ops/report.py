@@ -178,7 +178,7 @@ class Context:
     config: ParallelConfig                 # its parallel layout
     world: int = 2                         # ranks
     quick: bool = False                    # skip the slow checks
-    topology: str = "local"                # topology preset to place the layout on
+    topology: str = "local"                # topology preset (or a topology file) to place the layout on
     checkpoint: str | None = None          # a checkpoint folder to verify
     device: str | None = None              # the device the run should use (None: best present)
     timeout_s: float = 30.0                # for checks that start processes

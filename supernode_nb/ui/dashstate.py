@@ -13,7 +13,7 @@ from traitlets import HasTraits, Bool, Dict, Float, Int, List, Unicode, observe
 from ..foundation.core import DEFAULT_ORDER
 from ..foundation.config import DTYPES, RECOMPUTE, REDUCE_DTYPES, SCHEDULES, ConfigError, ModelSpec, ParallelConfig, check, get_model
 from ..foundation.layout import RankLayout
-from ..foundation.topology import SIZE_PARAM, Topology, get_topology, topology_for
+from ..foundation.topology import Topology, get_topology, size_param, topology_for
 from ..foundation.placement import Placement, place
 
 # %% auto #0
@@ -105,7 +105,7 @@ LOCAL_MAX_WORLD, AUTO_MAX_WORLD = 8, 8192   # worlds offered on `local` and on a
 class DashboardState(HasTraits):
     "What the dashboard shows and steers — the pick, its validity, and the run. Knows nothing of widgets."
     model = Unicode("tiny-gpt")          # model preset
-    topology = Unicode("local")          # topology preset
+    topology = Unicode("local")          # topology preset, or a topology file
     topo_size = Int(0)                   # the preset's size (nodes, supernodes, racks...); 0 = just large enough
     strategy = Unicode("topology-aware") # placement strategy
     world = Int(4)                       # world size (ranks)
@@ -156,7 +156,7 @@ class DashboardState(HasTraits):
         c = self.config(); return RankLayout(tp=c.tp, cp=c.cp, ep=c.ep, dp=c.dp, pp=c.pp, order=c.order)
     def topo(self) -> Topology:
         "The picked topology: its preset at `topo_size`, or just large enough for the world when that is 0."
-        if self.topo_size > 0: return get_topology(self.topology, **{SIZE_PARAM[self.topology][0]: self.topo_size})
+        if self.topo_size > 0: return get_topology(self.topology, **{size_param(self.topology)[0]: self.topo_size})
         return topology_for(self.topology, max(self.world, 1))
     def placement(self, seed: int = 0) -> Placement:
         "The pick's ranks placed on the picked topology with the picked strategy."

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 import ipywidgets as W
 import plotly.graph_objects as go
 from fastcore.basics import patch
-from ..foundation.topology import TOPOLOGY_PRESETS, SIZE_PARAM
+from ..foundation.topology import TOPOLOGY_PRESETS, size_param
 from ..foundation.placement import STRATEGIES
 from .dashstate import CONFIG_FIELDS, DashboardState, candidates, derive, field_errors
 from .figures import estimate_figure, placement_figure, rank_explorer_figure, traffic_figure
@@ -112,7 +112,7 @@ class StrategyPicker:
         self.controls = {n: W.Dropdown(description=_DESC.get(n, n), tooltip=_TIPS.get(n, ""), style=st,
                                        layout=W.Layout(width="200px" if n != "model" else "260px"))
                          for n in CONFIG_FIELDS if n != "order"}
-        self.topology = W.Dropdown(options=list(TOPOLOGY_PRESETS), value=state.topology, description="topology",
+        self.topology = W.Dropdown(options=list(dict.fromkeys([*TOPOLOGY_PRESETS, state.topology])), value=state.topology, description="topology",
                                    style=st, layout=W.Layout(width="260px"))
         self.topo_size = W.BoundedIntText(value=state.topo_size, min=0, max=100_000, style=st,
                                           layout=W.Layout(width="200px"), tooltip="0 = just large enough for the world")
@@ -136,7 +136,7 @@ class StrategyPicker:
 # %% ../../nbs/60_ui/67_panels.ipynb #d645068c
 @patch
 def _size_label(self: StrategyPicker, *_):
-    self.topo_size.description = SIZE_PARAM.get(self.state.topology, ("size",))[0]
+    self.topo_size.description = size_param(self.state.topology)[0]
 
 @patch
 def options_for(self: StrategyPicker, name: str) -> list[tuple[str, object]]:
