@@ -13,7 +13,8 @@ import numpy as np
 from fastcore.basics import patch
 
 # %% auto #0
-__all__ = ['GiB', 'SCOPES', 'SELF', 'Chip', 'LinkLevel', 'Plane', 'Device', 'Path', 'TopologyError', 'Topology']
+__all__ = ['GiB', 'SCOPES', 'SELF', 'VISIBLE_DEVICES', 'Chip', 'LinkLevel', 'Plane', 'Device', 'Path', 'TopologyError',
+           'Topology']
 
 # %% ../../nbs/00_foundation/02a_machine.ipynb #232ec40b
 @dataclass(frozen=True)
@@ -209,10 +210,12 @@ def host(self: Topology, node: int) -> str:
     if not 0 <= node < self.num_nodes: raise TopologyError(f"node {node} out of range 0..{self.num_nodes - 1}")
     return "127.0.0.1" if self.vendor == "cpu" else f"{self.host_prefix}{node:04d}"
 
+VISIBLE_DEVICES = {"nvidia": "CUDA_VISIBLE_DEVICES", "amd": "HIP_VISIBLE_DEVICES", "ascend": "ASCEND_RT_VISIBLE_DEVICES", "cpu": None}
+
 @patch(as_prop=True)
 def visible_devices_env(self: Topology) -> str | None:
-    "The variable that picks a process's devices: CUDA_VISIBLE_DEVICES, ASCEND_RT_VISIBLE_DEVICES, or None on CPU."
-    return {"nvidia": "CUDA_VISIBLE_DEVICES", "ascend": "ASCEND_RT_VISIBLE_DEVICES"}.get(self.vendor)
+    "The variable that picks a process's devices (`VISIBLE_DEVICES` by vendor), or None on CPU."
+    return VISIBLE_DEVICES.get(self.vendor)
 
 # %% ../../nbs/00_foundation/02a_machine.ipynb #0d42f884
 @patch

@@ -11,8 +11,8 @@ from dataclasses import dataclass, asdict, replace
 from typing import Callable, Iterable
 import numpy as np
 from fastcore.basics import patch
-from .machine import (GiB, SCOPES, SELF, Chip, Device, LinkLevel, Path, Plane, Topology, TopologyError,
-                                             _check_size)
+from .machine import (GiB, SCOPES, SELF, VISIBLE_DEVICES, Chip, Device, LinkLevel, Path, Plane, Topology,
+                                             TopologyError, _check_size)
 
 # %% auto #0
 __all__ = ['A100', 'H100', 'B200', 'B200_DGX', 'B300', 'B300_DGX', 'ASCEND_910B', 'ASCEND_910C', 'ASCEND_910C_DIE',
@@ -263,8 +263,8 @@ def topology_from_spec(spec: dict,             # a topology file's contents (see
     nodes = _pos(f"{source}: nodes", nodes if nodes is not None else s.get("nodes", base.num_nodes if base else 1), True)
     npd = _pos(f"{source}: nodes_per_domain", s.get("nodes_per_domain", base.nodes_per_domain if base else 1), True)
     nps = _pos(f"{source}: nodes_per_supernode", s.get("nodes_per_supernode", base.nodes_per_supernode if base else npd), True)
-    if (vendor := s.get("vendor", base.vendor if base else "nvidia")) not in ("nvidia", "ascend", "cpu"):
-        raise TopologyError(f"{source}: vendor {vendor!r} must be nvidia, ascend or cpu")
+    if (vendor := s.get("vendor", base.vendor if base else "nvidia")) not in VISIBLE_DEVICES:
+        raise TopologyError(f"{source}: vendor {vendor!r} must be one of {', '.join(VISIBLE_DEVICES)}")
     if base: planes = dict(base.planes)
     else:   # the parameter plane from the outermost level; a scale-up plane per level that names one; the rest assumed
         planes = _planes(None, (dpn * levels[-1].bandwidth_GBps, f"{dpn} × the {levels[-1].name} level"), *[(12.5, f"assumed: not in {source}")] * 4)
