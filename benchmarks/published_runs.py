@@ -16,12 +16,15 @@ Megatron-Bridge's tables, releases 25.11-26.08 (166 pre-training rows on DGX H10
 are priced out of sample too, less the 12 the fitted table holds and GB300's 21 dense rows, which fit its efficiency (reported
 leave-one-out): dense and MoE apart, the MoE rows by release, with the host hold and without (`mbridge_out_of_sample`); their 108 MoE
 rows are part of `moe_out_of_sample.out_of_sample` as well.
+torchtitan's later benchmarks (its async-TP study on H100 and Trainy's H200 run, June 2025; TT_2025_RUNS) are priced out of
+sample at the table's fitted efficiencies, the H200 at its die's (`later_out_of_sample`).
 Error = predicted / published - 1 on the row's own metric (TFLOP/s per GPU, seconds per iteration or tokens/s per GPU).
 Run: python benchmarks/published_runs.py
 """
 import json, os, statistics, time
 
-from supernode_nb.cost.published import PUBLISHED_RUNS, LONG_CONTEXT_RUNS, MOE_RUNS, MOE_FIT_RUNS, leave_one_out, fit_efficiency, predict_run
+from supernode_nb.cost.published import (PUBLISHED_RUNS, LONG_CONTEXT_RUNS, MOE_RUNS, MOE_FIT_RUNS, leave_one_out, fit_efficiency, predict_run,
+                                         later_runs)
 from supernode_nb.cost.foundry import foundry_errors
 from supernode_nb.cost.dgxc import dgxc_errors, plan_vs_recipes
 from supernode_nb.cost.mindspeed import MINDSPEED_RUNS, MINDSPEED_MOE_RUNS, mindspeed_errors, fit_ascend, moe_misses
@@ -102,6 +105,11 @@ def _planner() -> dict:
     return dict(rows=len(pv), picks_the_recipe=int(pv.same.sum()), recipe_in_top_10=int(pv.recipe_in_top.sum()),
                 promised_over_measured=dict(median=round(float(x.median()), 3), min=float(x.min()), max=float(x.max())))
 
+def _later() -> dict:
+    "torchtitan's June 2025 rows (async TP on H100, Trainy's H200), out of sample."
+    df = later_runs()
+    return dict(rows=df.to_dict("records"), abs_error_pct=_stats(df.error_pct.abs()))
+
 def main():
     t0 = time.perf_counter()
     lo = leave_one_out()
@@ -114,7 +122,8 @@ def main():
                           zero3_rows=_stats(a[lo.run.str.contains("zero3")]), before=BEFORE,
                           by_source=groups, efficiency_fitted_on_all={k: v for k, v in fit_efficiency().items()},
                           long_context=_long_context(), moe_out_of_sample=_moe(), fsdp_out_of_sample=_foundry(), dgxc_out_of_sample=_dgxc(),
-                          ascend_out_of_sample=_ascend(), mbridge_out_of_sample=_mbridge(), planner_vs_recipes=_planner(),
+                          ascend_out_of_sample=_ascend(), mbridge_out_of_sample=_mbridge(), later_out_of_sample=_later(),
+                          planner_vs_recipes=_planner(),
                           per_row=[dict(run=r.run, metric=r.metric, published=r.published, predicted=r.predicted, error_pct=r.error_pct)
                                    for r in lo.itertuples()],
                           seconds=round(time.perf_counter() - t0, 2), load_avg_1min=os.getloadavg()[0]), indent=1))

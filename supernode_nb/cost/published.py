@@ -14,8 +14,9 @@ from ..foundation.topology import Topology, topology_for, GiB, H100 as _H100
 from .steptime import _costs, _columns, _analytic_links, efficiency_for, EFFICIENCY, MOE_HOST_S
 
 # %% auto #0
-__all__ = ['H100_500W', 'PUBLISHED_RUNS', 'LONG_CONTEXT_RUNS', 'MOE_RUNS', 'MOE_FIT_RUNS', 'PublishedRun', 'predict_run',
-           'fit_efficiency', 'leave_one_out', 'calibration_table', 'published_band', 'known_misses', 'fit_moe_host']
+__all__ = ['H100_500W', 'PUBLISHED_RUNS', 'LONG_CONTEXT_RUNS', 'MOE_RUNS', 'MOE_FIT_RUNS', 'H200', 'TT_2025_RUNS', 'PublishedRun',
+           'predict_run', 'fit_efficiency', 'leave_one_out', 'calibration_table', 'published_band', 'known_misses',
+           'fit_moe_host', 'later_runs']
 
 # %% ../../nbs/10_cost/17_published.ipynb #def5fb2a
 @dataclass(frozen=True)
@@ -369,3 +370,26 @@ def fit_moe_host(runs=None,                               # MoE runs (default: `
     runs = MOE_FIT_RUNS if runs is None else runs
     err = [sum(float(np.log(predict_run(r, moe_host_s=g) / r.value)) ** 2 for r in runs) for g in grid]
     return float(grid[int(np.argmin(err))])
+
+# %% ../../nbs/10_cost/17_published.ipynb #d21344d8
+_TTA = "torchtitan benchmarks/asyncTP_llama3_h100_2025-06_torchtitan.md (June 2025)"
+_TTH = "torchtitan benchmarks/llama3-8b_h200_202506_trainy-whitefiber.md (Trainy on WhiteFiber, June 2025)"
+H200 = replace(_H100, name="H200 SXM", memory_bytes=141 * 10**9, hbm_GBps=4800.0, tflops_fp8=1978.9, die="H100 SXM",
+               note="NVIDIA H200 datasheet: the H100's die and peaks with 141 GB of HBM3e at 4.8 TB/s")
+TT_2025_RUNS: list[PublishedRun] = [
+    *[replace(_tt(f"tt25-{p}-{q}{'-async' if a else ''}", model, _pc(dp=dp, tp=8, zero=3, micro_batch_size=b, global_batch_size=b * dp,
+              recompute=rc, sequence_parallel=True, reduce_dtype="fp32"), v, f"FSDP {dp} × TP 8 with SP, local batch {b}, {rc} AC, "
+              f"torch.compile, {q}" + (", async TP" if a else ""), tp_overlap=a, compiled=True, fp8=q == "float8"), source=_TTA)
+      for p, model, dp, b, rc, vals in (("70b", "llama3-70b", 32, 16, "full", ((597.3, 652.4), (809.8, 942.4))),
+                                        ("8b", "llama3-8b", 8, 12, "selective", ((4378.0, 4809.4), (5078.1, 5570.1))))
+      for q, pair in zip(("bf16", "float8"), vals) for a, v in zip((False, True), pair)],
+    *[replace(_tt(f"trainy-h200-llama3-8b-{n}", "llama3-8b", _pc(dp=n, zero=3, micro_batch_size=2, global_batch_size=2 * n,
+              recompute="selective", reduce_dtype="fp32"), v, f"FSDP {n}, local batch 2, selective AC, torch.compile + Float8 (its float8 "
+              "all-gather not priced: the gathers hide behind compute)", compiled=True, fp8=True), source=_TTH, chip=H200)
+      for n, v in ((32, 10938.0), (64, 10753.0))]]
+
+def later_runs() -> "pd.DataFrame":
+    "`TT_2025_RUNS` priced at the table's fitted efficiencies: published, predicted, error %."
+    import pandas as pd
+    return pd.DataFrame([dict(run=r.name, published=r.value, predicted=round(p, 1), error_pct=round(_err_pct(r, p), 1))
+                         for r in TT_2025_RUNS for p in [float(predict_run(r))]])
