@@ -128,7 +128,8 @@ def cli_demo(argv: list[str]) -> int:
     if a.run_steps < 0: p.error(f"--run-steps {a.run_steps} must be >= 0")
     if a.pick < 1 or a.global_batch < 1: p.error("--pick and --global-batch must be >= 1")
     for t in (a.topology, a.contrast):
-        try: t in ("none", None) or get_topology(t)     # a preset's name or a topology file
+        if t in ("none", None): continue
+        try: get_topology(t)                            # a preset's name or a topology file
         except TopologyError as e: raise UsageError(f"supernode-nb demo: error: {e}") from None
     t0 = time.monotonic()
     try: steps, S = demo(a.model, a.topology, None if a.contrast == "none" else a.contrast, a.global_batch, a.pick, a.strategy,
