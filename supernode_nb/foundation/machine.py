@@ -75,14 +75,15 @@ class Topology:
                  unhealthy: Iterable[int] = (),
                  vendor: str = "cpu",                # "nvidia", "ascend" or "cpu": picks the visible-devices variable
                  preset: str | None = None, sizes: dict | None = None,  # how to rebuild it (`from_dict`)
-                 host_prefix: str = "node"):         # host names: f"{host_prefix}{node:04d}"; "127.0.0.1" for cpu
+                 host_prefix: str = "node",          # host names: f"{host_prefix}{node:04d}"; "127.0.0.1" for cpu
+                 spec: dict | None = None):          # a topology file's contents, for one that is no preset (`from_dict`)
         for k, v in dict(devices_per_node=devices_per_node, nodes=nodes, nodes_per_domain=nodes_per_domain).items():
             _check_size(k, v)
         self.name, self.chip, self.levels, self.planes = name, chip, tuple(levels), dict(planes)
         self.devices_per_node, self.num_nodes, self.nodes_per_domain = devices_per_node, nodes, nodes_per_domain
         self.nodes_per_supernode = nodes_per_supernode or nodes_per_domain
         self.domain_size = devices_per_node * nodes_per_domain
-        self.vendor, self.preset, self.sizes, self.host_prefix = vendor, preset, dict(sizes or {}), host_prefix
+        self.vendor, self.preset, self.sizes, self.host_prefix, self.spec = vendor, preset, dict(sizes or {}), host_prefix, spec
         self._check_levels()
         ids = np.arange(self.num_devices)
         self.node_of, self.local_of = ids // devices_per_node, ids % devices_per_node
@@ -228,5 +229,5 @@ def to_dict(self: Topology) -> dict:
             "num_supernodes": self.num_supernodes, "devices_per_node": self.devices_per_node,
             "domain_size": self.domain_size, "nodes_per_supernode": self.nodes_per_supernode,
             "unhealthy": sorted(self.unhealthy), "visible_devices_env": self.visible_devices_env,
-            **({"spec": self.spec} if getattr(self, "spec", None) else {})}
+            **({"spec": self.spec} if self.spec else {})}
 

@@ -273,10 +273,8 @@ def topology_from_spec(spec: dict,             # a topology file's contents (see
         p, old = _table(f"{source}: planes.{k}", p, {"bandwidth_GBps", "carries", "note"}), planes.get(k)
         planes[k] = Plane(k, float(_pos(f"{source}: planes.{k}.bandwidth_GBps", p.get("bandwidth_GBps", old.bandwidth_GBps if old else 0))),
                           p.get("carries", old.carries if old else "given in " + source), p.get("note", f"from {source}"))
-    T = Topology(str(s["name"]), chip, levels, planes, dpn, nodes, npd, nps, vendor=vendor, sizes=dict(nodes=nodes),
-                 host_prefix=base.host_prefix if base else "node")
-    T.spec = {**spec, "nodes": nodes}       # how to rebuild it (`from_dict`, a run's workers)
-    return T
+    return Topology(str(s["name"]), chip, levels, planes, dpn, nodes, npd, nps, vendor=vendor, sizes=dict(nodes=nodes),
+                    host_prefix=base.host_prefix if base else "node", spec={**spec, "nodes": nodes})
 
 def load_topology(path,                   # a .toml or .json file
                   nodes: int | None = None # override the file's `nodes`
