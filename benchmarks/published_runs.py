@@ -24,7 +24,7 @@ Run: python benchmarks/published_runs.py
 import json, os, statistics, time
 
 from supernode_nb.cost.published import (PUBLISHED_RUNS, LONG_CONTEXT_RUNS, MOE_RUNS, MOE_FIT_RUNS, leave_one_out, fit_efficiency, predict_run,
-                                         later_runs)
+                                         calibration_table, TT_2025_RUNS)
 from supernode_nb.cost.foundry import foundry_errors
 from supernode_nb.cost.dgxc import dgxc_errors, plan_vs_recipes
 from supernode_nb.cost.mindspeed import MINDSPEED_RUNS, MINDSPEED_MOE_RUNS, mindspeed_errors, fit_ascend, moe_misses
@@ -107,7 +107,7 @@ def _planner() -> dict:
 
 def _later() -> dict:
     "torchtitan's June 2025 rows (async TP on H100, Trainy's H200), out of sample."
-    df = later_runs()
+    df = calibration_table(TT_2025_RUNS)[["run", "device", "published", "predicted", "error_pct"]]
     return dict(rows=df.to_dict("records"), abs_error_pct=_stats(df.error_pct.abs()))
 
 def main():

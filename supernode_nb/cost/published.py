@@ -16,7 +16,7 @@ from .steptime import _costs, _columns, _analytic_links, efficiency_for, EFFICIE
 # %% auto #0
 __all__ = ['H100_500W', 'PUBLISHED_RUNS', 'LONG_CONTEXT_RUNS', 'MOE_RUNS', 'MOE_FIT_RUNS', 'H200', 'TT_2025_RUNS', 'PublishedRun',
            'predict_run', 'fit_efficiency', 'leave_one_out', 'calibration_table', 'published_band', 'known_misses',
-           'fit_moe_host', 'later_runs']
+           'fit_moe_host']
 
 # %% ../../nbs/10_cost/17_published.ipynb #def5fb2a
 @dataclass(frozen=True)
@@ -387,9 +387,3 @@ TT_2025_RUNS: list[PublishedRun] = [
               recompute="selective", reduce_dtype="fp32"), v, f"FSDP {n}, local batch 2, selective AC, torch.compile + Float8 (its float8 "
               "all-gather not priced: the gathers hide behind compute)", compiled=True, fp8=True), source=_TTH, chip=H200)
       for n, v in ((32, 10938.0), (64, 10753.0))]]
-
-def later_runs() -> "pd.DataFrame":
-    "`TT_2025_RUNS` priced at the table's fitted efficiencies: published, predicted, error %."
-    import pandas as pd
-    return pd.DataFrame([dict(run=r.name, published=r.value, predicted=round(p, 1), error_pct=round(_err_pct(r, p), 1))
-                         for r in TT_2025_RUNS for p in [float(predict_run(r))]])

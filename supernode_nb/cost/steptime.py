@@ -91,12 +91,12 @@ def peak_tflops(chip, dtype: str = "bf16") -> tuple[float, str]:   # a `topology
     "(peak TFLOP/s of `chip` in `dtype`, where the figure comes from)."
     if dtype in ("bf16", "fp16"): return float(chip.tflops_bf16), "datasheet bf16"
     if dtype == "fp8":
-        if getattr(chip, "tflops_fp8", 0): return float(chip.tflops_fp8), f"given for {chip.name} (fp8, dense)"
+        if chip.tflops_fp8: return float(chip.tflops_fp8), f"given for {chip.name} (fp8, dense)"
         if chip.name in FP8_TFLOPS: return FP8_TFLOPS[chip.name], "datasheet fp8 (dense)"
         raise ValueError(f"dtype fp8: no float8 rate for {chip.name!r} (held for {', '.join(FP8_TFLOPS)}); price it in bf16, or give the chip's tflops_fp8 (a topology file)")
     if dtype != "fp32": raise ValueError(f"dtype {dtype!r} unknown; use fp32, bf16 or fp8")
     if chip.name.startswith("cpu"): return float(chip.tflops_bf16), "cpu: its one figure is an fp32 matmul rate"
-    if getattr(chip, "tflops_fp32", 0): return float(chip.tflops_fp32), f"given for {chip.name} (fp32)"
+    if chip.tflops_fp32: return float(chip.tflops_fp32), f"given for {chip.name} (fp32)"
     if chip.name in FP32_TFLOPS: return FP32_TFLOPS[chip.name], "datasheet fp32 (no TF32)"
     return chip.tflops_bf16 * FP32_RATIO_ASSUMED, f"assumed: 1/{round(1 / FP32_RATIO_ASSUMED)} of the bf16 peak"
 
