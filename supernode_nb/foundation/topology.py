@@ -7,9 +7,8 @@ Docs: https://supernode-nb.github.io/supernode_nb/00_foundation/topology.html.md
 # %% ../../nbs/00_foundation/02_topology.ipynb #94576cf3
 from __future__ import annotations
 import json, math, os, tomllib
-from dataclasses import dataclass, asdict, replace
-from typing import Callable, Iterable
-import numpy as np
+from dataclasses import asdict
+from typing import Callable
 from fastcore.basics import patch
 from .machine import (GiB, SCOPES, SELF, VISIBLE_DEVICES, Chip, Device, LinkLevel, Path, Plane, Topology,
                                              TopologyError, _check_size)
