@@ -16,15 +16,18 @@ Megatron-Bridge's tables, releases 25.11-26.08 (166 pre-training rows on DGX H10
 are priced out of sample too, less the 12 the fitted table holds and GB300's 21 dense rows, which fit its efficiency (reported
 leave-one-out): dense and MoE apart, the MoE rows by release, with the host hold and without (`mbridge_out_of_sample`); their 108 MoE
 rows are part of `moe_out_of_sample.out_of_sample` as well.
-torchtitan's later benchmarks (its async-TP study on H100 and Trainy's H200 run, June 2025; TT_2025_RUNS) are priced out of
-sample at the table's fitted efficiencies, the H200 at its die's (`later_out_of_sample`).
+torchtitan's later benchmarks (its async-TP study on H100 and Trainy's H200 run, June 2025; TT_2025_RUNS) are priced at the
+table's fitted efficiencies, the H200 at its die's (`later_out_of_sample`); one number is fitted on them, the share of TP traffic
+torch's async TP hides (steptime.TP_OVERLAP["torch"], published.fit_async_tp: each async row over the same run without it), and
+`async_tp` reports each pair's gain priced at the share fitted on the other three pairs, and torchtitan's 2024 pair.
 Error = predicted / published - 1 on the row's own metric (TFLOP/s per GPU, seconds per iteration or tokens/s per GPU).
 Run: python benchmarks/published_runs.py
 """
 import json, os, statistics, time
+from dataclasses import replace
 
 from supernode_nb.cost.published import (PUBLISHED_RUNS, LONG_CONTEXT_RUNS, MOE_RUNS, MOE_FIT_RUNS, leave_one_out, fit_efficiency, predict_run,
-                                         calibration_table, TT_2025_RUNS)
+                                         calibration_table, TT_2025_RUNS, fit_async_tp, async_tp_pairs)
 from supernode_nb.cost.foundry import foundry_errors
 from supernode_nb.cost.dgxc import dgxc_errors, plan_vs_recipes
 from supernode_nb.cost.mindspeed import MINDSPEED_RUNS, MINDSPEED_MOE_RUNS, mindspeed_errors, fit_ascend, moe_misses
@@ -106,9 +109,16 @@ def _planner() -> dict:
                 promised_over_measured=dict(median=round(float(x.median()), 3), min=float(x.min()), max=float(x.max())))
 
 def _later() -> dict:
-    "torchtitan's June 2025 rows (async TP on H100, Trainy's H200), out of sample."
+    "torchtitan's June 2025 rows (async TP on H100, Trainy's H200), and async TP's gain per pair: leave one pair out of the share's fit."
     df = calibration_table(TT_2025_RUNS)[["run", "device", "published", "predicted", "error_pct"]]
-    return dict(rows=df.to_dict("records"), abs_error_pct=_stats(df.error_pct.abs()))
+    gain = lambda a, b, s: round(float(predict_run(replace(a, tp_overlap=s)) / predict_run(b)), 3)
+    loo = [dict(run=a.name, measured=round(a.value / b.value, 3), as_transformer_engine=gain(a, b, "te"),
+                priced_left_out=gain(a, b, s), share_fitted_without=s)
+           for a, b in async_tp_pairs(TT_2025_RUNS) for s in [fit_async_tp([r for r in TT_2025_RUNS if r is not a and r is not b])]]
+    (a, b), = async_tp_pairs(PUBLISHED_RUNS)                         # torchtitan's 2024 70B pair (Table 4)
+    return dict(rows=df.to_dict("records"), abs_error_pct=_stats(df.error_pct.abs()),
+                async_tp=dict(share=fit_async_tp(), pairs=loo, pair_2024=dict(run=a.name, measured=round(a.value / b.value, 3),
+                                                                              priced=gain(a, b, "torch"))))
 
 def main():
     t0 = time.perf_counter()

@@ -15,7 +15,7 @@ from ..foundation.config import (ModelSpec, ParallelConfig, ConfigError, check, 
 from ..foundation.topology import Topology, TopologyError, get_topology, topology_for, TOPOLOGY_PRESETS, GiB
 from .memory import (SCHEDULE_CODE, RECOMPUTE_CODE, DTYPE_BYTES, CATEGORIES, DDP_BUCKET_BYTES, step_flops,
                                       activation_bytes_per_layer, in_flight, _counts, _memory)
-from .steptime import (AXIS_GROUPS, COMM_AXES, CAUSAL_EXECUTED, EFFICIENCY, FP32_TFLOPS, efficiency_for, peak_tflops, ATTENTION_KERNELS, LOSS_BYTES,
+from .steptime import (AXIS_GROUPS, COMM_AXES, CAUSAL_EXECUTED, EFFICIENCY, FP32_TFLOPS, efficiency_for, peak_tflops, ATTENTION_KERNELS, LOSS_BYTES, TP_OVERLAP, tp_overlap_share,
                                         _analytic_links, _placement_links, _costs, _columns, _compute)
 
 # %% auto #0
@@ -49,6 +49,7 @@ class Estimate:
     attention: str = "native"       # the attention kernels priced (`steptime.attention_slowdown`)
     loss: str = "megatron"          # the loss implementation priced (`steptime.LOSS_BYTES`)
     moe_host_s: float | None = None # s per MoE layer and micro-batch Megatron's synced dispatch holds the device; None: not priced
+    tp_overlap: float = 0.0         # share of TP traffic priced as pipelined with the matmuls (`steptime.TP_OVERLAP`)
 
     @property
     def fits(self) -> bool: return not self.oom
@@ -127,7 +128,8 @@ def estimate(model: ModelSpec, cfg: ParallelConfig, topology: Topology | str = "
              allow_uneven: bool = False,         # allow layers not divisible by pp × v (the slowest stage gets ⌈l/(pp·v)⌉ per chunk)
              dtype: str | None = None,           # fp32, bf16 or fp8; None: `resolve_dtype` (the config's, or the model's own)
              profile=None,                       # None (preset figures), "auto", a profile name, or a MachineProfile
-             tp_overlap: bool = False,           # TP communication pipelined with the matmuls (Megatron --tp-comm-overlap)
+             tp_overlap: bool | str = False,     # TP communication pipelined with the matmuls: True or "te" (Megatron
+                                                 # --tp-comm-overlap), "torch" (async TP), or a share (`steptime.TP_OVERLAP`)
              ep_overlap: bool = False,           # MoE all-to-alls beside another micro-batch's compute (Megatron
                                                  # --overlap-moe-expert-parallel-comm, DeepSeek's DualPipe)
              flash: bool = True,                 # flash attention; False: the b·a·s² scores written, read and kept (pre-2023 runs)
@@ -163,7 +165,7 @@ def estimate(model: ModelSpec, cfg: ParallelConfig, topology: Topology | str = "
                    {"first": f(r["memory_first"]), "last": f(r["memory_last"])}, limit, f(r["memory"]) > limit,
                    links={a: _link(topo, links[a]) for a in AXIS_GROUPS}, efficiency=eff, efficiency_source=src,
                    microbatches=int(f(r["microbatches"])), hfu=f(r["hfu"]), dtype=dt, peak_tflops=f(r["peak_tflops"]), profile=pname,
-                   attention=attention, loss=loss, moe_host_s=r["moe_host_s"])
+                   attention=attention, loss=loss, moe_host_s=r["moe_host_s"], tp_overlap=tp_overlap_share(tp_overlap) * (cfg.tp > 1))
     est.caveats = _caveats(model, cfg, prof)
     if est.oom and advise: est.advice = _advice(model, cfg, topo, est, eff, dp_overlap, mem_fraction, allow_uneven, **kw)
     return est
@@ -268,7 +270,8 @@ def _estimate_text(e: Estimate) -> str:
              ", ".join(f"{k} {_gib(v)}" for k, v in e.memory_breakdown.items()) + (" — OUT OF MEMORY" if e.oom else ""),
              f"  links: " + ", ".join(f"{a} {l['level']}" for a, l in e.links.items() if l["group_size"] > 1),
              f"  efficiency {e.efficiency:.3f} ({e.efficiency_source}); profile: {e.profile}"
-             + ("" if e.attention == "native" else f"; attention kernels: {e.attention}") + ("" if e.loss == "megatron" else f"; loss: {e.loss}")]
+             + ("" if e.attention == "native" else f"; attention kernels: {e.attention}") + ("" if e.loss == "megatron" else f"; loss: {e.loss}")
+             + (f"; {100 * e.tp_overlap:.0f} % of TP traffic pipelined with the matmuls" if e.tp_overlap else "")]
     if e.moe_host_s is not None: lines.append(f"  MoE host hold {1e3 * e.moe_host_s:g} ms per MoE layer and micro-batch (Megatron's "
                                               "token-count sync, fitted on its 25.11 and 26.02 releases; --moe-host-ms 0 for 26.06 on)")
     return "\n".join(lines + [f"  {a}" for a in e.advice] + [f"  caveat: {c}" for c in e.caveats])
@@ -291,7 +294,8 @@ def cli_estimate(argv: list[str]) -> int:
     p.add_argument("--dp-overlap", type=float, default=1.0); p.add_argument("--mem-fraction", type=float, default=1.0)
     p.add_argument("--allow-uneven", action="store_true", help="allow layers not divisible by pp × virtual stages")
     p.add_argument("--profile", default="auto", help="machine profile: auto (newest matching), a saved name, or none")
-    p.add_argument("--tp-overlap", action="store_true", help="TP communication pipelined with the matmuls")
+    p.add_argument("--tp-overlap", nargs="?", const="te", default=False, choices=TP_OVERLAP, help="TP communication pipelined with "
+                   "the matmuls: te (alone: Transformer Engine's, Megatron --tp-comm-overlap) or torch (async TP, which hides less)")
     p.add_argument("--ep-overlap", action="store_true", help="MoE all-to-alls beside another micro-batch's compute "
                    "(Megatron --overlap-moe-expert-parallel-comm, DualPipe)")
     p.add_argument("--moe-host-ms", type=float, default=None, help="ms per MoE layer and micro-batch Megatron's synced dispatch "

@@ -10,7 +10,7 @@ import numpy as np
 from ..foundation.config import ModelSpec
 
 # %% auto #0
-__all__ = ['ENGINE_OPS', 'engine_ops', 'engine_tensors']
+__all__ = ['ENGINE_OPS', 'ENGINE_BUCKET_BYTES', 'engine_ops', 'engine_tensors', 'blocking_collectives']
 
 # %% ../../nbs/10_cost/15a_engineops.ipynb #6ea83edb
 ENGINE_OPS = dict(layer=100, layer_recompute=64, layer_selective=7, expert=49.6, expert_recompute=31.5, stage=37,   # fwd + bwd
@@ -50,3 +50,25 @@ def engine_tensors(model: ModelSpec,   # the model
     mlp = (1 + np.asarray(model.experts) // np.asarray(ep) * (2 + g) * b) if model.is_moe else (2 + g) * b   # MoE: a router
     stage = np.where(np.asarray(pp) > 1, 0, 1 + int(model.learned_pos)) + b + (0 if model.tied_embeddings else 1)
     return np.asarray(layers) * (4 * b + mlp) + stage                            # 2 norms, qkv and proj; embeddings, norm, head
+
+# %% ../../nbs/10_cost/15a_engineops.ipynb #ecce1208
+ENGINE_BUCKET_BYTES = 1 << 20   # this package's engine reduces gradients in 1 MiB buckets (`parallel.engine.Engine`)
+
+def _n_buckets(params, rw, bucket=ENGINE_BUCKET_BYTES):
+    "Gradient buckets of `params` parameters reduced in `rw`-byte elements (at least one)."
+    return np.maximum(np.ceil(np.asarray(rw) * params / bucket), 1)
+
+def blocking_collectives(model: ModelSpec, C: dict, mem: dict) -> tuple:
+    "(per micro-batch, per step) blocking collectives this engine issues on the slowest (last) stage, as its recorder counts them: tp's 4 per layer"
+    "(+1 re-run under full recompute; an all-gather and a reduce-scatter each under SP, +1 at the loss's end), the embedding's 1 and loss's 3 (2 under"
+    "SP); ep's split sizes and 4 exchanges per layer; cp's ring passes; pp's sends; ZeRO-2's reduce-scatter and ZeRO-3's 2 gathers + 1 per shard (a"
+    "layer's per axis, the root's); per step dp's buckets (ZeRO-1: an RS and a gather per axis; ZeRO-2: a gather per shard), the loss's average, SP's norms, pp's loss broadcast."
+    tp, ep, cp, pp, v, sp, zero = (C[k] for k in ("tp", "ep", "cp", "pp", "v", "sp", "zero"))
+    Ls, full = mem["Ls"], (C["rc"] == 2); pairs = Ls * (4 + full)
+    D, E = 1 * (mem["D"] > 1), 1 * ((mem["edp"] > 1) & (mem["Pe"] > 0)); shards = D * (Ls + 1) + E * Ls
+    n_mb = (np.where(tp > 1, np.where(sp, 2 * (pairs + 1 + (pp == 1)) + 2, pairs + (pp == 1) + 3), 0) + np.where((ep > 1) & model.is_moe, 5 * Ls, 0)
+            + np.where(cp > 1, 3 * Ls * (cp - 1) * (1 + full), 0) + np.where(pp > 1, 2 * v, 0) + np.select([zero == 2, zero >= 3], [shards, 3 * shards], 0))
+    nb = lambda P: _n_buckets(P, C.get("rw", mem["w"]))    # priced with a profile: this engine
+    dp_step = np.select([zero == 0, zero == 1, zero == 2], [D * nb(mem["Pd"]) + E * nb(mem["Pe"]), 2 * (D + E), shards], 0)
+    return n_mb, dp_step + D + np.where((tp > 1) & sp, 1, 0) + (pp > 1)
+

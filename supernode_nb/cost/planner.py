@@ -15,7 +15,7 @@ from ..foundation.config import ModelSpec, ParallelConfig, ConfigError, check, M
 from ..foundation.topology import Topology, TopologyError, get_topology, topology_for, TOPOLOGY_PRESETS, SIZE_PARAM, GiB
 from ..foundation.capabilities import backend_for, engine_gap_columns
 from .memory import DTYPE_BYTES
-from .steptime import ATTENTION_KERNELS, LOSS_BYTES
+from .steptime import ATTENTION_KERNELS, LOSS_BYTES, TP_OVERLAP
 from .costmodel import (resolve_dtype, _resolve_profile, _gib, _costs, _analytic_links, efficiency_for, estimate, CATEGORIES, COMM_AXES,
                                     SCHEDULE_CODE, RECOMPUTE_CODE)
 
@@ -193,7 +193,7 @@ def plan(model: ModelSpec, topology: Topology | str, global_batch: int, space: S
          attention: str = "native",           # attention kernels, as for `costmodel.estimate` (fa2: PyTorch SDPA, Triton)
          loss: str = "megatron",              # the loss over the vocabulary as written, as for `costmodel.estimate`
          runnable_only: bool = False,         # keep only plans this engine can run on the topology's backend
-         tp_overlap: bool = False,            # TP communication pipelined with the matmuls, as for `costmodel.estimate`
+         tp_overlap: bool | str = False,      # TP communication pipelined with the matmuls, as for `costmodel.estimate`
          ep_overlap: bool = False,            # MoE all-to-alls beside another micro-batch's compute, as for `costmodel.estimate`
          moe_host_s: float | None = None,     # Megatron's MoE host hold, as for `costmodel.estimate`
          allow_uneven: bool = False) -> Plan:  # also layers not divisible by pp × v (Megatron's, torchtitan's uneven splits)
@@ -362,8 +362,8 @@ def cli_plan(argv: list[str]) -> int:
     p.add_argument("--attention", choices=ATTENTION_KERNELS, default="native", help="attention kernels: native, or fa2 (PyTorch SDPA, Triton)")
     p.add_argument("--loss", choices=LOSS_BYTES, default="megatron", help="the loss over the vocabulary as written: megatron, "
                    "megatron-fused, eager or fused")
-    p.add_argument("--tp-overlap", action="store_true", help="TP communication pipelined with the matmuls (Megatron --tp-comm-overlap), "
-                   "as estimate prices it: inside the scale-up domain only")
+    p.add_argument("--tp-overlap", nargs="?", const="te", default=False, choices=TP_OVERLAP, help="TP communication pipelined with the "
+                   "matmuls, as estimate prices it (te alone: Megatron --tp-comm-overlap; torch: async TP): inside the scale-up domain only")
     p.add_argument("--ep-overlap", action="store_true", help="MoE all-to-alls beside another micro-batch's compute "
                    "(Megatron --overlap-moe-expert-parallel-comm, DualPipe), as estimate prices it")
     p.add_argument("--moe-host-ms", type=float, default=None, help="ms per MoE layer and micro-batch Megatron's synced dispatch "

@@ -16,7 +16,7 @@ from .steptime import _costs, _columns, _analytic_links, efficiency_for, EFFICIE
 # %% auto #0
 __all__ = ['H100_500W', 'PUBLISHED_RUNS', 'LONG_CONTEXT_RUNS', 'MOE_RUNS', 'MOE_FIT_RUNS', 'H200', 'TT_2025_RUNS', 'PublishedRun',
            'predict_run', 'fit_efficiency', 'leave_one_out', 'calibration_table', 'published_band', 'known_misses',
-           'fit_moe_host']
+           'fit_moe_host', 'async_tp_pairs', 'fit_async_tp']
 
 # %% ../../nbs/10_cost/17_published.ipynb #def5fb2a
 @dataclass(frozen=True)
@@ -29,7 +29,8 @@ class PublishedRun:
     assumptions: str = ""         # settings the source does not state
     chip: object = None           # a Chip replacing the preset's, when the run's device differs
     allow_uneven: bool = False    # layers not divisible by pp × v (torchtitan splits unevenly)
-    tp_overlap: bool = False      # the framework pipelines TP communication with the matmuls (stated by the source)
+    tp_overlap: bool | str = False  # the framework pipelines TP communication with the matmuls (stated by the source): True,
+                                    # Transformer Engine's; "torch", async TP (`steptime.TP_OVERLAP`)
     dp_overlap: float = 1.0       # 0 where the framework reduces gradients after the backward (Megatron before 2023)
     flash: bool = False           # flash attention (Megatron with Transformer Engine, torchtitan); earlier runs: fused softmax
     fused: bool = True            # fused element-wise kernels (Megatron, DeepSpeed); False: eager PyTorch (torchtitan without compile)
@@ -105,7 +106,7 @@ _TT = "torchtitan benchmarks/llama3_h100_202412_torchtitan.md"
 def _tt(name, model, cfg, val, note, tp_overlap=False, uneven=False, compiled=False, fp8=False, seq=None):
     "A torchtitan row: eager unless `compiled` (torch.compile fuses the element-wise kernels); `fp8`: Float8 linears; `seq`: its sequence length."
     m = MODEL_PRESETS[model] if seq is None else replace(MODEL_PRESETS[model], seq_len=seq)
-    return PublishedRun(name, m, cfg, _H100P, "tokens_per_s_per_device", val, _TT, note, H100_500W, uneven, tp_overlap,
+    return PublishedRun(name, m, cfg, _H100P, "tokens_per_s_per_device", val, _TT, note, H100_500W, uneven, tp_overlap and "torch",
                         flash=True, fused=compiled, selective_mm=0.5, zero3_regather=False, fp8_linear=fp8, attention="fa2", loss="eager")
 
 _L3 = "Llama 3 herd of models (arXiv 2407.21783), Table 4: 405B on H100 (700 W, 80 GB), BF16 model TFLOP/s per GPU"
@@ -387,3 +388,13 @@ TT_2025_RUNS: list[PublishedRun] = [
               recompute="selective", reduce_dtype="fp32"), v, f"FSDP {n}, local batch 2, selective AC, torch.compile + Float8 (its float8 "
               "all-gather not priced: the gathers hide behind compute)", compiled=True, fp8=True), source=_TTH, chip=H200)
       for n, v in ((32, 10938.0), (64, 10753.0))]]
+
+def async_tp_pairs(runs) -> list:
+    "Each async-TP row of `runs` with the same run without it (model, layout, dtype, chip): a pair measures what async TP hides."
+    return [(a, b) for a in runs if a.tp_overlap == "torch" for b in runs if not b.tp_overlap and (b.model, b.config, b.fp8_linear, b.chip) == (a.model, a.config, a.fp8_linear, a.chip)]
+
+def fit_async_tp(runs=None, grid=np.arange(0, 1.0001, 0.05)) -> float:   # rows holding pairs (default: `TT_2025_RUNS`); shares tried
+    "`steptime.TP_OVERLAP['torch']`: the share of TP traffic pipelined that best prices (squared log error) the gains of `async_tp_pairs(runs)`."
+    err = [sum(float(np.log(predict_run(replace(a, tp_overlap=g)) / predict_run(b) * b.value / a.value)) ** 2
+               for a, b in async_tp_pairs(TT_2025_RUNS if runs is None else runs)) for g in grid]
+    return round(float(grid[int(np.argmin(err))]), 3)

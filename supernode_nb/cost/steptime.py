@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 from ..foundation.config import ModelSpec, ParallelConfig
 from ..foundation.topology import Topology
-from .engineops import ENGINE_OPS, engine_ops, engine_tensors
+from .engineops import ENGINE_OPS, engine_ops, engine_tensors, ENGINE_BUCKET_BYTES, _n_buckets, blocking_collectives
 from .commcost import collective_time_array, hierarchical_time, _outer_index, _blocks
 from .memory import (_counts, _memory, step_flops, SCHEDULE_CODE, RECOMPUTE_CODE, DTYPE_BYTES, CATEGORIES,
                                      DDP_BUCKET_BYTES)
@@ -17,9 +17,9 @@ from .memory import (_counts, _memory, step_flops, SCHEDULE_CODE, RECOMPUTE_CODE
 # %% auto #0
 __all__ = ['AXIS_GROUPS', 'FP32_TFLOPS', 'FP32_RATIO_ASSUMED', 'FP8_TFLOPS', 'EFFICIENCY', 'EFFICIENCY_MBRIDGE',
            'ATTENTION_KERNELS', 'FA2_ON_HOPPER', 'SM90_PLUS', 'HBM_EFFICIENCY', 'BUS_EFFICIENCY', 'ELEM_REPLICATED',
-           'CAUSAL_EXECUTED', 'OPS_PER_LAYER', 'KERNEL_GAP_S', 'OVERLAP_CONTENTION', 'MOE_HOST_S', 'SCORE_ELEMS',
-           'LOSS_BYTES', 'EAGER_REPLICATED', 'EAGER_BACKWARD', 'FP8_CAST_BYTES', 'COMM_AXES', 'ENGINE_BUCKET_BYTES',
-           'peak_tflops', 'same_die', 'efficiency_for', 'attention_slowdown', 'blocking_collectives',
+           'CAUSAL_EXECUTED', 'OPS_PER_LAYER', 'KERNEL_GAP_S', 'OVERLAP_CONTENTION', 'TP_OVERLAP', 'MOE_HOST_S',
+           'SCORE_ELEMS', 'LOSS_BYTES', 'EAGER_REPLICATED', 'EAGER_BACKWARD', 'FP8_CAST_BYTES', 'COMM_AXES',
+           'peak_tflops', 'same_die', 'efficiency_for', 'attention_slowdown', 'tp_overlap_share',
            'collectives_per_step']
 
 # %% ../../nbs/10_cost/16_steptime.ipynb #43197a2d
@@ -101,7 +101,7 @@ def peak_tflops(chip, dtype: str = "bf16") -> tuple[float, str]:   # a `topology
     return chip.tflops_bf16 * FP32_RATIO_ASSUMED, f"assumed: 1/{round(1 / FP32_RATIO_ASSUMED)} of the bf16 peak"
 
 EFFICIENCY: dict[str, float] = {   # chip name -> matmul efficiency, fitted to published runs (`published`)
-    "H100 SXM": 0.645, "A100 80GB SXM": 0.675, "H100 96GB HBM2e (500 W)": 0.555, "B200 (GB200)": 0.62}
+    "H100 SXM": 0.645, "A100 80GB SXM": 0.675, "H100 96GB HBM2e (500 W)": 0.575, "B200 (GB200)": 0.62}
 EFFICIENCY_MBRIDGE: dict[str, float] = {   # fitted to the only published runs of the chip, Megatron-Bridge's (`mbridge.fit_gb300`)
     "B300 (GB300)": 0.745}                 # at 1,400 W it sustains ~1.2x GB200's rate under the same datasheet peak
 
@@ -139,6 +139,8 @@ CAUSAL_EXECUTED = 1.0    # s² attention FLOPs priced at the matmul rate: a caus
 OPS_PER_LAYER = 24       # operators (kernels) of one layer's forward: ~12 fused, the rest eager (a profile prices each)
 KERNEL_GAP_S = 3e-6      # seconds a device idles between two dependent kernels (launch latency)
 OVERLAP_CONTENTION = 0.15  # a collective and the compute beside it on an accelerator each run 1/(1 + this) as fast: max + 0.15 × min
+TP_OVERLAP = {"te": 1.0,     # share of TP traffic each implementation pipelines with its matmuls: Transformer Engine's userbuffers
+              "torch": 0.6}  # (Megatron --tp-comm-overlap) all of it; torch's async TP what its paired runs measure (`published.fit_async_tp`)
 MOE_HOST_S = 6e-3        # s per MoE layer and micro-batch a dropless dispatch holds the device (host syncs on token counts): `published.fit_moe_host`
 SCORE_ELEMS = 4.5        # without flash attention: elements read + written per attention score (fused softmax 2, dropout 2.5)
 LOSS_BYTES = {           # bytes per logit and micro-batch, forward and backward, by how the loss is written (each counted from its code):
@@ -153,6 +155,15 @@ LOSS_BYTES = {           # bytes per logit and micro-batch, forward and backward
                              # (2), a read and the gradient backward (2 + 2)
 EAGER_REPLICATED = 42.0  # eager PyTorch, unfused: fp32 RMSNorm in 6 kernels (18 two-byte elements, ×2), residual adds (3, ×2)
 EAGER_BACKWARD = 2.0     # eager autograd moves about twice the forward's element-wise bytes (it saves and re-reads the fp32 pieces)
+
+def tp_overlap_share(tp_overlap) -> float:   # False, True (= "te"), a `TP_OVERLAP` name, or a share in [0, 1]
+    "Share of TP traffic pipelined with the matmuls under `tp_overlap`."
+    if isinstance(tp_overlap, str):
+        if tp_overlap not in TP_OVERLAP: raise ValueError(f"tp_overlap {tp_overlap!r} unknown; use {' or '.join(TP_OVERLAP)}, True or a share in [0, 1]")
+        return TP_OVERLAP[tp_overlap]
+    s = float(TP_OVERLAP["te"] if tp_overlap is True else tp_overlap or 0.0)
+    if not 0 <= s <= 1: raise ValueError(f"tp_overlap={tp_overlap} must be a share in [0, 1]")
+    return s
 
 def _elementwise_bytes(model: ModelSpec, mbs, tp, cp, sp, w, fused: bool = True):
     "HBM bytes one layer's forward moves outside its matmuls, on one rank: norms and residuals (sharded only under"
@@ -223,12 +234,6 @@ def _compute(model, C, c, mem, rate, hbm_GBps, o):
 
 # %% ../../nbs/10_cost/16_steptime.ipynb #6cb56de7
 COMM_AXES = ("tp", "cp", "pp", "dp", "ep")
-ENGINE_BUCKET_BYTES = 1 << 20   # this package's engine reduces gradients in 1 MiB buckets (`parallel.engine.Engine`)
-
-def _n_buckets(params, rw, bucket=ENGINE_BUCKET_BYTES):
-    "Gradient buckets of `params` parameters reduced in `rw`-byte elements (at least one)."
-    return np.maximum(np.ceil(np.asarray(rw) * params / bucket), 1)
-
 def _vec(f):
     "`f` over numpy arrays, each distinct scalar argument tuple computed once."
     cache = {}
@@ -264,8 +269,9 @@ def _comm(model, C, mem, links, t, o):
     tp_op = np.where(sp, ct("all_gather", act, "tp") + ct("reduce_scatter", act, "tp"), ct("all_reduce", act, "tp"))
     loss = np.where(sp, 2, 3) * ct("all_reduce", 4.0 * C["mbs"] * model.seq_len / C["cp"], "tp")   # the vocabulary-parallel loss's max,
     tp_mb = (Ls * (4 + 2 * (rc == 2)) + 1) * tp_op + loss  # target logit and sum of exps (2 under SP); per layer 2 fwd + 2 bwd (+2 re-run)
-    tp_tail, ovl = tp_mb / (2 * np.maximum(tp, 1)), o["tp_overlap"] & (links["tp"]["level"] < o.get("scaleup", 1))   # overlapped in tp
-    out["tp"] = np.where(tp > 1, m * np.where(ovl, tp_tail + X(tp_mb - tp_tail, t["t_mm"]), tp_mb), 0)   # chunks, scale-up only
+    s = o.get("tp_share", 0.0)                            # the share pipelined: what exceeds its matmuls' time, and the last chunk
+    tp_tail, ovl = tp_mb / (2 * np.maximum(tp, 1)), (s > 0) & (links["tp"]["level"] < o.get("scaleup", 1))   # overlapped in tp
+    out["tp"] = np.where(tp > 1, m * np.where(ovl, (1 - s) * tp_mb + s * (tp_tail + X(tp_mb - tp_tail, t["t_mm"])), tp_mb), 0)   # chunks, scale-up only
     kv = 2 * C["mbs"] * model.seq_len * model.head_dim * np.maximum(model.n_kv_heads / tp, 1) * w
     ag, rs, sr = ct("all_gather", kv, "cp"), ct("reduce_scatter", kv, "cp"), ct("send_recv", kv / C["cp"], "cp")   # sr: a ring shift
     tc, c1 = t["t_core"], C["cp"] - 1; cp_layer = X(ag, tc) * np.where(rc == 2, 2, 1) + X(ag + rs, 2 * tc)   # tc: one core pass
@@ -312,20 +318,6 @@ def _comm(model, C, mem, links, t, o):
 def _rph(topo: Topology, C: dict):   # ranks sharing one host (node)
     return np.minimum(C["tp"] * C["cp"] * C["dp"] * C["pp"], topo.devices_per_node)
 
-def blocking_collectives(model: ModelSpec, C: dict, mem: dict) -> tuple:
-    "(per micro-batch, per step) blocking collectives this engine issues on the slowest (last) stage, as its recorder counts them: tp's 4 per layer"
-    "(+1 re-run under full recompute; an all-gather and a reduce-scatter each under SP, +1 at the loss's end), the embedding's 1 and loss's 3 (2 under"
-    "SP); ep's split sizes and 4 exchanges per layer; cp's ring passes; pp's sends; ZeRO-2's reduce-scatter and ZeRO-3's 2 gathers + 1 per shard (a"
-    "layer's per axis, the root's); per step dp's buckets (ZeRO-1: an RS and a gather per axis; ZeRO-2: a gather per shard), the loss's average, SP's norms, pp's loss broadcast."
-    tp, ep, cp, pp, v, sp, zero = (C[k] for k in ("tp", "ep", "cp", "pp", "v", "sp", "zero"))
-    Ls, full = mem["Ls"], (C["rc"] == 2); pairs = Ls * (4 + full)
-    D, E = 1 * (mem["D"] > 1), 1 * ((mem["edp"] > 1) & (mem["Pe"] > 0)); shards = D * (Ls + 1) + E * Ls
-    n_mb = (np.where(tp > 1, np.where(sp, 2 * (pairs + 1 + (pp == 1)) + 2, pairs + (pp == 1) + 3), 0) + np.where((ep > 1) & model.is_moe, 5 * Ls, 0)
-            + np.where(cp > 1, 3 * Ls * (cp - 1) * (1 + full), 0) + np.where(pp > 1, 2 * v, 0) + np.select([zero == 2, zero >= 3], [shards, 3 * shards], 0))
-    nb = lambda P: _n_buckets(P, C.get("rw", mem["w"]))    # priced with a profile: this engine
-    dp_step = np.select([zero == 0, zero == 1, zero == 2], [D * nb(mem["Pd"]) + E * nb(mem["Pe"]), 2 * (D + E), shards], 0)
-    return n_mb, dp_step + D + np.where((tp > 1) & sp, 1, 0) + (pp > 1)
-
 def collectives_per_step(model: ModelSpec, cfg: ParallelConfig) -> dict:
     "{'per_microbatch', 'per_step', 'total'}: the blocking collectives `blocking_collectives` counts for one config."
     C = _columns([cfg]); mem = _memory(model, C, _counts(model), True, DTYPE_BYTES[getattr(cfg, "dtype", "fp32")])[2]
@@ -350,7 +342,7 @@ def _costs(model: ModelSpec, C: dict, topo: Topology, links: dict, efficiency, d
     hide = 1.0 if profile is None else _vec(lambda r: profile.hidden(int(r)))(rph)   # the share of it this machine hides
     qa = 1.0 if profile is None else _vec(lambda r: profile.queued_alone(int(r)))(rph)   # queued calls side by side, and hidden: of their
     qh = hide if profile is None else np.clip(1 - _vec(lambda r: profile.queued(int(r)))(rph) / qa, 0, 1)   # queued time, what compute hides
-    o = dict(dp_overlap=dp_overlap, hide=hide, qhide=qh, qalone=qa, tp_overlap=np.asarray(tp_overlap), ep_overlap=ep_overlap, profile=profile, dtype=dtype, rph=rph, flash=flash, fused=fused,
+    o = dict(dp_overlap=dp_overlap, hide=hide, qhide=qh, qalone=qa, tp_share=tp_overlap_share(tp_overlap), ep_overlap=ep_overlap, profile=profile, dtype=dtype, rph=rph, flash=flash, fused=fused,
              selective_mm=selective_mm, regather=zero3_regather, engine=engine, moe_host_s=MOE_HOST_S if moe_host_s is None else moe_host_s, cp_merge=cp_merge,
              zero3_flat=zero3_flat, loss_bytes=LOSS_BYTES[loss], attn_slow=attention_slowdown(topo.chip, attention) if profile is None else 1.0,
              bucket=ENGINE_BUCKET_BYTES if engine == "supernode_nb" else DDP_BUCKET_BYTES,
