@@ -11,7 +11,7 @@ from collections.abc import Sequence
 import ipywidgets as W
 import plotly.graph_objects as go
 from fastcore.basics import patch
-from ..foundation.topology import TOPOLOGY_PRESETS, size_param
+from ..foundation.topology import TOPOLOGY_PRESETS, TopologyError, load_topology, size_param
 from ..foundation.placement import STRATEGIES
 from .dashstate import CONFIG_FIELDS, DashboardState, candidates, derive, field_errors
 from .figures import estimate_figure, placement_figure, rank_explorer_figure, traffic_figure
@@ -116,12 +116,15 @@ class StrategyPicker:
                                    style=st, layout=W.Layout(width="260px"))
         self.topo_size = W.BoundedIntText(value=state.topo_size, min=0, max=100_000, style=st,
                                           layout=W.Layout(width="200px"), tooltip="0 = just large enough for the world")
+        self.topo_file = W.Text(placeholder="or a topology file: my.toml", continuous_update=False, layout=W.Layout(width="260px"),
+                                tooltip="a .toml or .json machine (see examples/topologies); Enter to check and pick it")
+        self.file_note = W.HTML()
         self.show_all = W.Checkbox(value=False, description="show invalid values too", indent=False)
         self.errors, self.summary = W.HTML(), W.HTML()
         self._syncing = False
         for n, w in self.controls.items(): w.observe(g(functools.partial(self._from_widget, n)), "value")
         W.link((state, "topology"), (self.topology, "value")); W.link((state, "topo_size"), (self.topo_size, "value"))
-        self.topology.observe(g(self._size_label), "value")
+        self.topology.observe(g(self._size_label), "value"); self.topo_file.observe(g(self._from_file), "value")
         self.show_all.observe(g(self.sync), "value")
         state.observe(g(self.sync), "version")
         self._size_label(); self.sync()
@@ -130,13 +133,24 @@ class StrategyPicker:
         laid = {"model", *(n for r in _ROWS for n in r)}
         extra = [w for n, w in c.items() if n not in laid]
         rows = [row(*(c[n] for n in r if n in c)) for r in _ROWS] + ([row(*extra)] if extra else [])
-        self.widget = _box(row(c["model"], self.topology, self.topo_size), *rows, row(self.show_all), self.errors, self.summary,
+        self.widget = _box(row(c["model"], self.topology, self.topo_size, self.topo_file), self.file_note, *rows, row(self.show_all), self.errors, self.summary,
                            cls="snb-picker")
 
 # %% ../../nbs/60_ui/67_panels.ipynb #d645068c
 @patch
 def _size_label(self: StrategyPicker, *_):
     self.topo_size.description = size_param(self.state.topology)[0]
+
+@patch
+def _from_file(self: StrategyPicker, change):
+    "A topology file typed in: read (`topology.load_topology`), offered beside the presets and picked; a broken one says why."
+    path = change["new"].strip()
+    if not path: return
+    try: load_topology(path)
+    except TopologyError as e:
+        self.file_note.value = errors_html([str(e)]); return
+    self.file_note.value = ""
+    self.topology.options = list(dict.fromkeys([*self.topology.options, path])); self.state.topology = path
 
 @patch
 def options_for(self: StrategyPicker, name: str) -> list[tuple[str, object]]:
