@@ -234,6 +234,7 @@ def _compute(model, C, c, mem, rate, hbm_GBps, o):
 
 # %% ../../nbs/10_cost/16_steptime.ipynb #6cb56de7
 COMM_AXES = ("tp", "cp", "pp", "dp", "ep")
+
 def _vec(f):
     "`f` over numpy arrays, each distinct scalar argument tuple computed once."
     cache = {}
