@@ -140,7 +140,7 @@ OPS_PER_LAYER = 24       # operators (kernels) of one layer's forward: ~12 fused
 KERNEL_GAP_S = 3e-6      # seconds a device idles between two dependent kernels (launch latency)
 OVERLAP_CONTENTION = 0.15  # a collective and the compute beside it on an accelerator each run 1/(1 + this) as fast: max + 0.15 × min
 TP_OVERLAP = {"te": 1.0,     # share of TP traffic each implementation pipelines with its matmuls: Transformer Engine's userbuffers
-              "torch": 0.6}  # (Megatron --tp-comm-overlap) all of it; torch's async TP what its paired runs measure (`published.fit_async_tp`)
+              "torch": 0.5}  # (Megatron --tp-comm-overlap) all of it; torch's async TP what its paired runs measure (`published.fit_async_tp`)
 MOE_HOST_S = 6e-3        # s per MoE layer and micro-batch a dropless dispatch holds the device (host syncs on token counts): `published.fit_moe_host`
 SCORE_ELEMS = 4.5        # without flash attention: elements read + written per attention score (fused softmax 2, dropout 2.5)
 LOSS_BYTES = {           # bytes per logit and micro-batch, forward and backward, by how the loss is written (each counted from its code):
@@ -270,6 +270,8 @@ def _comm(model, C, mem, links, t, o):
     tp_op = np.where(sp, ct("all_gather", act, "tp") + ct("reduce_scatter", act, "tp"), ct("all_reduce", act, "tp"))
     loss = np.where(sp, 2, 3) * ct("all_reduce", 4.0 * C["mbs"] * model.seq_len / C["cp"], "tp")   # the vocabulary-parallel loss's max,
     tp_mb = (Ls * (4 + 2 * (rc == 2)) + 1) * tp_op + loss  # target logit and sum of exps (2 under SP); per layer 2 fwd + 2 bwd (+2 re-run)
+    regather = (rc == 1) & (o.get("selective_mm", 0.0) > 0)   # per-op SAC saves reduce-scatters, not gathers: the backward re-runs
+    tp_mb = tp_mb + regather * 2 * Ls * np.where(sp, ct("all_gather", act, "tp"), ct("all_reduce", act, "tp"))   # 2 per layer
     s = o.get("tp_share", 0.0)                            # the share pipelined: what exceeds its matmuls' time, and the last chunk
     tp_tail, ovl = tp_mb / (2 * np.maximum(tp, 1)), (s > 0) & (links["tp"]["level"] < o.get("scaleup", 1))   # overlapped in tp
     out["tp"] = np.where(tp > 1, m * np.where(ovl, (1 - s) * tp_mb + s * (tp_tail + X(tp_mb - tp_tail, t["t_mm"])), tp_mb), 0)   # chunks, scale-up only
