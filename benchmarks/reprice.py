@@ -6,7 +6,9 @@ by today's `costmodel.estimate` (via `runtime.accuracy.predict`) checks a change
 already made, in seconds, with none of the machine's drift between a calibration and the runs after it that a new
 run adds (that drift is in the stored runs themselves, once). Reported per run and pooled: median / max |step error|,
 layouts within 25 %, Kendall tau; beside each run, its stored first-calibration figures (`profile_only`) as priced by
-the code that made it, so the difference is the change's effect on the same measurements.
+the code that made it, so the difference is the change's effect on the same measurements. `by_layout`: each layout's
+signed error over the runs (median, min, max), sorted by the median: a term the model lacks shows as a layout priced
+on one side in most runs, where the machine's drift between runs scatters to both.
 
     python benchmarks/reprice.py [FILE ...]
 """
@@ -39,12 +41,21 @@ def reprice(path: str) -> dict:
                 error_pct=now, not_in_layouts=missing)
 
 
+def by_layout(runs: list) -> dict:
+    "Per layout, its signed step error over the re-priced runs: n, median, min, max; the most negative median first."
+    errs = {}
+    for r in runs:
+        for k, e in r["error_pct"].items(): errs.setdefault(k, []).append(e)
+    out = {k: dict(n=len(v), signed_median=round(statistics.median(v), 1), min=min(v), max=max(v)) for k, v in errs.items()}
+    return dict(sorted(out.items(), key=lambda kv: kv[1]["signed_median"]))
+
+
 def main(argv=None):
     t0 = time.monotonic()
     files = (argv if argv is not None else sys.argv[1:]) or sorted(glob.glob(os.path.join(HERE, "results", "calibrate-*.json")))
     runs = [reprice(f) for f in files]
     pooled = {f"{r['run']}:{k}": v for r in runs for k, v in r["error_pct"].items()}
-    print(json.dumps({"benchmark": "reprice", "runs": runs, "pooled": _stats(pooled),
+    print(json.dumps({"benchmark": "reprice", "runs": runs, "pooled": _stats(pooled), "by_layout": by_layout(runs),
                       "seconds": round(time.monotonic() - t0, 1), "load_avg_1min": round(os.getloadavg()[0], 2)}, indent=1, ensure_ascii=False))
 
 
