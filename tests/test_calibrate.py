@@ -197,3 +197,7 @@ def test_stored_benchmark_runs_reprice():
         assert r["not_in_layouts"] == [] and r["now"]["n"] >= 12, r["run"]
         assert all(math.isfinite(e) for e in r["error_pct"].values()), r["run"]
     assert d["pooled"]["n"] == sum(r["now"]["n"] for r in d["runs"])
+    by = d["by_layout"]                                   # each layout over the runs that priced it, most negative first
+    assert set(by) == {k for r in d["runs"] for k in r["error_pct"]}
+    assert all(b["n"] == sum(k in r["error_pct"] for r in d["runs"]) and b["min"] <= b["signed_median"] <= b["max"] for k, b in by.items())
+    assert [b["signed_median"] for b in by.values()] == sorted(b["signed_median"] for b in by.values())
