@@ -395,6 +395,6 @@ def async_tp_pairs(runs) -> list:
 
 def fit_async_tp(runs=None, grid=np.arange(0, 1.0001, 0.05)) -> float:   # rows holding pairs (default: `TT_2025_RUNS`); shares tried
     "`steptime.TP_OVERLAP['torch']`: the share of TP traffic pipelined that best prices (squared log error) the gains of `async_tp_pairs(runs)`."
-    err = [sum(float(np.log(predict_run(replace(a, tp_overlap=g)) / predict_run(b) * b.value / a.value)) ** 2
-               for a, b in async_tp_pairs(TT_2025_RUNS if runs is None else runs)) for g in grid]
+    pairs = [(a, float(predict_run(b)) * a.value / b.value) for a, b in async_tp_pairs(TT_2025_RUNS if runs is None else runs)]
+    err = [sum(float(np.log(predict_run(replace(a, tp_overlap=g)) / base)) ** 2 for a, base in pairs) for g in grid]   # b priced once
     return round(float(grid[int(np.argmin(err))]), 3)
