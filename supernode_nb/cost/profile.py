@@ -47,6 +47,8 @@ class MachineProfile:
     waits: dict = field(default_factory=dict)      # str(ranks on the host) -> a supervised run's blocking waits over their price from `links`
     background_cores: float = 0.0  # cores other processes keep busy on the host (`loaded`); the ranks share the rest
     skew_phase_s: dict = field(default_factory=dict)  # str(ranks on the host) -> the phase (s) `skew` was measured after
+    op_token_s: float = 0.0        # seconds per operator and token it carries, beyond `op_s` (an eager operator reads and writes
+                                   # activations of its tokens); 0: unmeasured, `op_s` holds it at the calibration's one sequence
 
     def to_dict(self) -> dict: return asdict(self)
     @classmethod
@@ -114,9 +116,10 @@ def rate(self: MachineProfile, dtype: str = "fp32") -> float:
 def compute_s(self: MachineProfile, flops: float,               # matmul FLOPs of the work
                dtype: str = "fp32",              # compute dtype (fp32, bf16, fp16)
                ranks_per_host: int = 1,          # ranks sharing this host's cores
-               n_ops: int = 0) -> float:         # aten operators the work dispatches
-    "Seconds one rank takes for `flops` matmul FLOPs in `n_ops` operators with `ranks_per_host` ranks on the host."
-    return (flops / (self.rate(dtype) * 1e12) + n_ops * self.op_s) / self.share(ranks_per_host)
+               n_ops: int = 0,                   # aten operators the work dispatches
+               tokens: float = 0) -> float:      # tokens each operator carries (a micro-batch's on this rank)
+    "Seconds one rank takes for `flops` matmul FLOPs in `n_ops` operators of `tokens` tokens with `ranks_per_host` ranks on the host."
+    return (flops / (self.rate(dtype) * 1e12) + n_ops * (self.op_s + tokens * self.op_token_s)) / self.share(ranks_per_host)
 
 # %% ../../nbs/10_cost/14_profile.ipynb #5c998de0
 @patch
@@ -249,7 +252,7 @@ def scaled(self: MachineProfile, k: float) -> "MachineProfile":
     from dataclasses import replace
     links = {lv: {w: {op: [f[0] / k] + [x * k for x in f[1:]] for op, f in fits.items()} for w, fits in ws.items()} for lv, ws in self.links.items()}
     return replace(self, matmul_tflops={d: r / k for d, r in self.matmul_tflops.items()}, op_s=self.op_s * k, opt_op_s=self.opt_op_s * k,
-                   memory_GBps=self.memory_GBps / k, microbatch_s=self.microbatch_s * k, step_s=self.step_s * k, links=links,
+                   memory_GBps=self.memory_GBps / k, op_token_s=self.op_token_s * k, microbatch_s=self.microbatch_s * k, step_s=self.step_s * k, links=links,
                    region_s=self.region_s * k, recompute_op_s=self.recompute_op_s * k,
                    penalty_s={n: s * k for n, s in self.penalty_s.items()},   # shares, overlap and skew are ratios: unchanged
                    detail=dict(self.detail, slowdown=k))

@@ -214,10 +214,10 @@ def _compute(model, C, c, mem, rate, hbm_GBps, o):
     if o["profile"] is None: t_mm, t_ring = (mb_f - f8) / rate + f8 / o.get("rate8", rate) + n_ops * KERNEL_GAP_S, 0.0
     else:
         P, ops = o["profile"], engine_ops(model, Ls, C["ep"], rc, tp, sp, cp)
-        t_mm = _vec(lambda f, n, g, k, r: P.compute_s(f, dtype=o["dtype"], ranks_per_host=int(r), n_ops=int(n)) + P.recompute_s(g, k, int(r)))(
-            mb_f, ops["fwd_bwd"] - ops["recompute"], ops["regions"], ops["recompute"], o["rph"])
+        t_mm = _vec(lambda f, n, g, k, r, x: P.compute_s(f, dtype=o["dtype"], ranks_per_host=int(r), n_ops=int(n), tokens=x) + P.recompute_s(g, k, int(r)))(
+            mb_f, ops["fwd_bwd"] - ops["recompute"], ops["regions"], ops["recompute"], o["rph"], T)   # ops of T tokens each
         ring = np.where(cp > 1, (ENGINE_OPS["layer_cp"] + ENGINE_OPS["cp_step"] * (cp - 1)) / (2 * cp), 0)   # a ring step's operators
-        t_ring = _vec(lambda n, r: P.compute_s(0.0, n_ops=n, ranks_per_host=int(r)))(ring, o["rph"])
+        t_ring = _vec(lambda n, r, x: P.compute_s(0.0, n_ops=n, ranks_per_host=int(r), tokens=x))(ring, o["rph"], T)
     t_core, t_mm = t_mm * core_f / mb_f * slow, t_mm + ((slow - 1) * core_mb / rate if slow != 1 else 0.0)   # a core pass; sm80's extra
     scores = 0 if flash else SCORE_ELEMS * w * mbs * model.heads * (s / cp) * s / tp   # unfused attention: softmax, dropout on b·a·s² scores
     bw = hbm_GBps * 1e9 * HBM_EFFICIENCY
@@ -370,6 +370,8 @@ def _costs(model: ModelSpec, C: dict, topo: Topology, links: dict, efficiency, d
         penalty = penalty + ddp * _vec(lambda n, r: profile.compute_s(0.0, ranks_per_host=int(r), n_ops=int(n)))(n_t + 2 * n_b, rph)
         other = other + ddp * _vec(lambda n, r: profile.optimizer_s(0.0, n_ops=int(n), ranks_per_host=int(r)))(3 * n_t, rph)
         k = _vec(lambda L, r, b, x: profile.contended(int(L), int(r), b, x))(np.where(g > 1, g, rph), rph, m * t["t_mb"] + penalty + other, sum(comm.values()) + bubble)
+        one = (pp > 1) & (m == 1)   # one micro-batch: the stages compute one after another, so one stage's ranks share the cores
+        k = np.where(one, _vec(lambda r, s: profile.share(int(r)) / profile.share(int(s)))(rph, np.maximum(rph // np.maximum(pp, 1), 1)), k)
         t, penalty = dict(t, t_mb=t["t_mb"] * k), penalty * k; bubble = bub(t)   # and a tp·cp·ep group's compute at the ranks busy at once
     tf, tl = sum(first.values()), sum(last.values())
     compute = m * t["t_mb"] + penalty

@@ -34,6 +34,7 @@ LAYOUTS: dict[str, tuple[str, ParallelConfig]] = {
     "pp2 1f1b m4":      ("tiny-gpt", _P(pp=2, global_batch_size=4)),
     "pp2 gpipe m8":     ("tiny-gpt", _P(pp=2, global_batch_size=8, schedule="gpipe")),
     "pp4 1f1b m8":      ("tiny-gpt", _P(pp=4, global_batch_size=8)),
+    "pp4 gpipe m1":     ("tiny-gpt", _P(pp=4, global_batch_size=8, micro_batch_size=8, schedule="gpipe")),   # 8 sequences at once: the stages in turn
     "dp2·tp2":          ("tiny-gpt", _P(dp=2, tp=2, global_batch_size=8)),
     "dp2·pp2":          ("tiny-gpt", _P(dp=2, pp=2, global_batch_size=8)),
     "dp2·tp2·pp2":      ("tiny-gpt", _P(dp=2, tp=2, pp=2, global_batch_size=8)),

@@ -18,8 +18,8 @@ from ..cost.profile import MachineProfile, left_by
 from .probes import _fwd_bwd, bench_links, contention_worker, fit_latency, fit_link, interference_worker
 
 # %% auto #0
-__all__ = ['WAIT_PROBES', 'count_ops', 'op_counts', 'matmul_tflops', 'copy_GBps', 'model_shapes', 'probe_s', 'ep_imbalance',
-           'calibration_worker', 'calibrate', 'speed_probe', 'cli_calibrate']
+__all__ = ['TOKEN_BATCH', 'WAIT_PROBES', 'count_ops', 'op_counts', 'matmul_tflops', 'copy_GBps', 'model_shapes', 'probe_s',
+           'ep_imbalance', 'calibration_worker', 'calibrate', 'speed_probe', 'cli_calibrate']
 
 # %% ../../nbs/40_runtime/45_calibrate.ipynb #3168058c
 class _OpCounter(TorchDispatchMode):
@@ -87,6 +87,8 @@ def model_shapes(m: ModelSpec, tokens: int) -> list[tuple[int, int, int]]:
     return [(tokens, h, h + 2 * kv), (tokens, h, h), (tokens, h, f), (tokens, f, h), (tokens, h, m.vocab)]
 
 # %% ../../nbs/40_runtime/45_calibrate.ipynb #2d938b18
+TOKEN_BATCH = 4   # sequences of the second pass timed: what the three more add beyond their matmuls is the operators' per-token cost
+
 def _process_figures(m: ModelSpec, rate: float, mem: float, samples: int, device: str = "cpu", rounds: int = 3,
                      retime=None) -> dict:   # () -> TFLOP/s: the matmul rate timed again, if it disagrees with the pass
     "Per-operator, optimizer, per-step and per-micro-batch costs of one process with one thread, and the matmul rate used."
@@ -102,12 +104,16 @@ def _process_figures(m: ModelSpec, rate: float, mem: float, samples: int, device
     x = torch.zeros(()); batch = global_batch(0, 0, 8, m.seq_len, m.vocab)
     t_mb = _block_median(lambda: (shard(batch, 0, 1, 1), float((x / 8).detach())), samples, 4) / 8
     n = op_counts(m); params = n["params"][0]
-    op_s = max(t_fb - flops / (rate * 1e12), 0.0) / n["fwd_bwd"][0]
+    _, fb_k = _fwd_bwd(m, device=device, batch=TOKEN_BATCH)             # the same operators on 4× the tokens: beyond the matmuls,
+    per_seq = (_block_median(fb_k, samples, 2) - t_fb) / (TOKEN_BATCH - 1) - flops / (rate * 1e12)   # what a sequence adds
+    per_op = max(t_fb - flops / (rate * 1e12), 0.0) / n["fwd_bwd"][0]    # an operator at one sequence: fixed + its tokens' share
+    op_token_s = min(max(per_seq, 0.0) / n["fwd_bwd"][0], per_op) / m.seq_len   # (a slope under 0 is noise: none)
+    op_s = per_op - op_token_s * m.seq_len
     opt_op_s = max(t_opt - 28 * params / (mem * 1e9), 0.0) / n["optimizer"][0]
     rc = _recompute_figures(m, gpt, fb, n["fwd_bwd"][0], rate, samples, rounds)
     return dict(rate=rate, op_s=op_s, opt_op_s=opt_op_s, step_s=t_data, microbatch_s=t_mb, region_s=rc.pop("region_s"),
-                recompute_op_s=rc.pop("recompute_op_s"),
-                detail=dict(fwd_bwd_s=t_fb, fwd_bwd_ops=n["fwd_bwd"][0], fwd_bwd_flops=flops, optimizer_s=t_opt,
+                recompute_op_s=rc.pop("recompute_op_s"), op_token_s=op_token_s,
+                detail=dict(fwd_bwd_s=t_fb, per_sequence_s=per_seq, fwd_bwd_ops=n["fwd_bwd"][0], fwd_bwd_flops=flops, optimizer_s=t_opt,
                             optimizer_ops=n["optimizer"][0], params=params, **rc))
 
 def _recompute_figures(m: ModelSpec, gpt, fb, ops: int, rate: float, samples: int, rounds: int = 3) -> dict:
@@ -305,7 +311,8 @@ def calibrate(quick: bool = False,              # 2 and 4 ranks, fewer sizes and
     k = statistics.median(in_rank.values()) / proc["detail"]["fwd_bwd_s"] if in_rank else 1.0   # a rank alone vs this process
     say(f"a spawned rank runs the reference forward + backward {k:.2f}× this process's time: per-operator figures scaled")
     proc = dict(proc, op_s=proc["op_s"] * k, opt_op_s=proc["opt_op_s"] * k, microbatch_s=proc["microbatch_s"] * k, step_s=proc["step_s"] * k,
-                region_s=proc["region_s"] * k, recompute_op_s=proc["recompute_op_s"] * k, detail=dict(proc["detail"], rank_slowdown=k))
+                region_s=proc["region_s"] * k, recompute_op_s=proc["recompute_op_s"] * k, op_token_s=proc["op_token_s"] * k,
+                detail=dict(proc["detail"], rank_slowdown=k))
     if kind == "cpu":                                     # the per-step cost of a supervised rank, from one real run
         proc = dict(proc, **_supervised_step_s(m, proc, mem, runs=1 if quick else 2))
         say(f"a supervised rank pays {1e3 * proc['step_s']:.2f} ms per step beyond its optimizer and micro-batches")
@@ -314,7 +321,8 @@ def calibrate(quick: bool = False,              # 2 and 4 ranks, fewer sizes and
                           {level: links} if links else {}, ep_imbalance("tiny-moe", 2), proc["region_s"], proc["recompute_op_s"],
                           penalty, overlap, queue, alone, skew, round(os.getloadavg()[0], 2),
                           dict(proc["detail"], model=m.name, link_rows=rows, bandwidth_assumed=assumed, background_cores=background, probe_s=statistics.median(probes), probes_s=probes, seconds=round(time.monotonic() - t0, 1), phase_s=phases,
-                               threads_per_rank=1, backend=backend), backend=backend, skew_phase_s=phase)
+                               threads_per_rank=1, backend=backend), backend=backend, skew_phase_s=phase,
+                          op_token_s=proc["op_token_s"])
     if kind == "cpu":                                     # blocking waits in a real step over their price from the fits
         probed = [w for w in worlds if w in WAIT_PROBES][:1 if quick else None]   # quick: the smallest
         sw = _supervised_waits(m, prof, probed, **(dict(runs=1, steps=4, skip=1) if quick else {}))
@@ -337,7 +345,7 @@ def _profile_text(p: MachineProfile, where: str) -> str:
                       if len(v["all"]) > 2 else f"{k}: α {v['all'][1] * 1e3:.2f} ms, {bw(k, v)}" for k, v in l.items() if "all" in v)
     return "\n".join([f"profile {p.name!r} ({p.kind}, {p.devices} {'cores' if p.kind == 'cpu' else 'devices'}, host {p.host}) — {where}",
                       f"  matmul {', '.join(f'{k} {v * 1e3:.1f} GFLOP/s' for k, v in p.matmul_tflops.items())} per rank; "
-                      f"{p.op_s * 1e6:.1f} µs per operator; copy {p.memory_GBps:.1f} GB/s; a supervised rank's step {p.step_s * 1e3:.2f} ms beyond them",
+                      f"{p.op_s * 1e6:.1f} µs per operator + {p.op_token_s * 1e9:.1f} ns per token it carries; copy {p.memory_GBps:.1f} GB/s; a supervised rank's step {p.step_s * 1e3:.2f} ms beyond them",
                       f"  share of a core: {_per_world(p.shares)}",
                       f"  links: {links or 'not measured'}", *_async_text(p), *_waits_text(p), f"  EP imbalance {p.ep_imbalance:.2f}; load {p.load_avg}; {p.detail.get('seconds')} s" + _bg_text(p)]
                      + _probe_text(p))

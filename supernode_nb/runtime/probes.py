@@ -17,12 +17,12 @@ from ..cost.commcost import collective_time
 __all__ = ['contention_worker', 'interference_worker', 'bench_links', 'fit_link', 'fit_latency', 'summarise', 'settle', 'measure']
 
 # %% ../../nbs/40_runtime/45_probes.ipynb #1619f3ae
-def _fwd_bwd(model: ModelSpec, seed: int = 0, device: str = "cpu"):
-    "A forward + backward of one sequence through the whole model on `device` (the callable calibration times)."
+def _fwd_bwd(model: ModelSpec, seed: int = 0, device: str = "cpu", batch: int = 1):
+    "A forward + backward of `batch` sequences through the whole model on `device` (the callable calibration times)."
     from supernode_nb.parallel.model import GPT, loss_fn
     torch.manual_seed(seed)
     gpt = GPT(model, seed).to(device)
-    tok = torch.randint(0, model.vocab, (1, model.seq_len), device=device)
+    tok = torch.randint(0, model.vocab, (batch, model.seq_len), device=device)
     sync = torch.cuda.synchronize if device.startswith("cuda") else (lambda: None)
     return gpt, (lambda: (loss_fn(gpt(tok), tok).backward(), sync()))
 
