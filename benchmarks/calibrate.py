@@ -1,7 +1,7 @@
 """The estimate against measured steps of `supernode-nb run` on this machine (issue 10 §4, "This machine").
 
 Calibrates this machine into a profile (`runtime.calibrate.calibrate`: matmul rate, per-operator overhead, executor
-costs, the element-wise rate, share of a core per world size, gloo alpha-beta and hand-off latency per world x group size), then for every
+costs, the per-operator cost per token carried, share of a core per world size, gloo alpha-beta and hand-off latency per world x group size), then for every
 layout of `runtime.accuracy.LAYOUTS` (>= 12: dense and MoE, pp with m = 1..8, tp, cp, dp, ZeRO-1/2/3, recompute, SP; tiny
 models, <= 8 ranks) predicts the step breakdown with `costmodel.estimate(profile=...)` and measures it: medians over steps, then the
 median over `--repeats` interleaved repeats. Prints one JSON document: per layout predicted / measured step and
