@@ -35,6 +35,7 @@ class CommRecord:
     async_op: bool = False    # issued with async_op=True
     step: int | None = None   # training step, when the recorder knows it
     tag: str = ""             # free text, e.g. the layer that issued it
+    issue_s: float = 0.0      # async: time the call took to issue (on this rank's own path, not in `wait_s`)
 
 class CommRecorder:
     "Collects `CommRecord`s for one rank, and keeps its last `flight_size` collectives in a ring (the flight recorder)."
@@ -45,9 +46,9 @@ class CommRecorder:
         self.ring = FlightRing(rank, flight_size) if flight_size else None   # see `comm.flight`
     @property
     def last(self) -> CommRecord | None: return self.records[-1] if self.records else None
-    def add(self, axis, op, nbytes, group_size, start, end, wait_s, async_op=False, tag=""):
+    def add(self, axis, op, nbytes, group_size, start, end, wait_s, async_op=False, tag="", issue_s=0.0):
         if self.enabled:
-            self.records.append(CommRecord(self.rank, axis, op, int(nbytes), group_size, start, end, wait_s, async_op, self.step, tag))
+            self.records.append(CommRecord(self.rank, axis, op, int(nbytes), group_size, start, end, wait_s, async_op, self.step, tag, issue_s))
     def clear(self): self.records.clear()
     def __len__(self): return len(self.records)
     def __repr__(self): return f"CommRecorder(rank={self.rank}, {len(self.records)} records)"
@@ -85,7 +86,7 @@ def to_chrome_trace(self: CommRecorder, pid: int | None = None) -> dict:
     for r in self.records:
         ev.append({"name": r.op, "cat": r.axis, "ph": "X", "pid": pid, "tid": r.axis, "ts": r.start * 1e6,
                    "dur": max(r.end - r.start, 0) * 1e6,
-                   "args": {"bytes": r.nbytes, "group_size": r.group_size, "wait_s": r.wait_s, "async": r.async_op,
+                   "args": {"bytes": r.nbytes, "group_size": r.group_size, "wait_s": r.wait_s, "issue_s": r.issue_s, "async": r.async_op,
                             "step": r.step, "tag": r.tag}})
     return {"traceEvents": ev, "displayTimeUnit": "ms"}
 
@@ -173,7 +174,7 @@ class CommWork:
     def __init__(self, works, result, comm, axis, op, nbytes, start, finish=None, flight=None):
         self._works = works if isinstance(works, list) else [works]
         self._result, self._finish, self._done, self._fl = result, finish, False, flight
-        self._meta = (comm, axis, op, nbytes, start)
+        self._meta, self.issue_s = (comm, axis, op, nbytes, start), time.monotonic() - start   # made right after the call returned
     def wait(self, timeout: float | None = None):
         if not self._done:
             t0 = time.monotonic(); flight_state(self._fl, "running")
@@ -184,7 +185,7 @@ class CommWork:
             t1 = time.monotonic(); flight_state(self._fl, "done")
             comm, axis, op, nbytes, start = self._meta
             if self._finish is not None: self._result = self._finish()
-            if comm.recorder is not None: comm.recorder.add(axis, op, nbytes, comm.size(axis), start, t1, t1 - t0, True)
+            if comm.recorder is not None: comm.recorder.add(axis, op, nbytes, comm.size(axis), start, t1, t1 - t0, True, issue_s=self.issue_s)
             self._done = True
         return self._result
     def is_completed(self) -> bool: return self._done or all(w is None or w.is_completed() for w in self._works)
@@ -376,6 +377,7 @@ def _check_wrappers(rank, world_size):
     h = c.all_reduce(x.clone(), "dp", async_op=True); out["async"] = torch.allclose(h.wait(), sum(xs[r] for r in c.peers("dp")))
     c.barrier("tp"); c.barrier(timeout=10)
     out["records"] = [(r.axis, r.op, r.nbytes, r.group_size, r.async_op) for r in rec.records]
+    out["issued"] = [r.issue_s > 0 for r in rec.records]
     out["flight"] = rec.flight()
     return out
 

@@ -49,6 +49,7 @@ class MachineProfile:
     skew_phase_s: dict = field(default_factory=dict)  # str(ranks on the host) -> the phase (s) `skew` was measured after
     op_token_s: float = 0.0        # seconds per operator and token it carries, beyond `op_s` (an eager operator reads and writes
                                    # activations of its tokens); 0: unmeasured, `op_s` holds it at the calibration's one sequence
+    issue_s: dict = field(default_factory=dict)    # "ranks×ring" -> seconds to issue one of ring attention's async shifts
 
     def to_dict(self) -> dict: return asdict(self)
     @classmethod
@@ -196,6 +197,18 @@ def penalty(self: MachineProfile, ranks_per_host: int = 1) -> float:
     return 0.0 if ranks_per_host <= 1 else _nearest(self.penalty_s, ranks_per_host, 0.0) / self._busy(ranks_per_host)
 
 @patch
+def issue(self: MachineProfile, ranks_per_host: int = 1,
+          ring: int = 2) -> float:   # ranks in the ring (cp)
+    "Seconds a rank spends issuing one of ring attention's async shifts (0 unmeasured): its own CPU path, so it adds to"
+    "compute whatever the transfer then hides. Measured per world and ring size ('4×2': rings of 2 among 4 ranks): the"
+    "world nearest `ranks_per_host`, then its ring nearest `ring`."
+    if ranks_per_host <= 1 or ring <= 1 or not self.issue_s: return 0.0
+    keys = [tuple(int(x) for x in k.split("×")) for k in self.issue_s]
+    w = min({a for a, _ in keys}, key=lambda a: abs(a - ranks_per_host))
+    n = min((b for a, b in keys if a == w), key=lambda b: abs(b - ring))
+    return float(self.issue_s[f"{w}×{n}"]) / self._busy(ranks_per_host)
+
+@patch
 def wait_scale(self: MachineProfile, ranks_per_host: int = 1) -> float:
     "Blocking collectives' waits in a real training step over their price from the `links` fits (1.0 unmeasured): a"
     "microbenchmark times calls back to back, a step issues each after compute, to a peer whose threads may be asleep."
@@ -254,7 +267,8 @@ def scaled(self: MachineProfile, k: float) -> "MachineProfile":
     return replace(self, matmul_tflops={d: r / k for d, r in self.matmul_tflops.items()}, op_s=self.op_s * k, opt_op_s=self.opt_op_s * k,
                    memory_GBps=self.memory_GBps / k, op_token_s=self.op_token_s * k, microbatch_s=self.microbatch_s * k, step_s=self.step_s * k, links=links,
                    region_s=self.region_s * k, recompute_op_s=self.recompute_op_s * k,
-                   penalty_s={n: s * k for n, s in self.penalty_s.items()},   # shares, overlap and skew are ratios: unchanged
+                   penalty_s={n: s * k for n, s in self.penalty_s.items()}, issue_s={n: s * k for n, s in self.issue_s.items()},   # shares,
+                   # overlap and skew are ratios: unchanged
                    detail=dict(self.detail, slowdown=k))
 
 # %% ../../nbs/10_cost/14_profile.ipynb #ea8b18e9

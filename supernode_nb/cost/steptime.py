@@ -277,6 +277,7 @@ def _comm(model, C, mem, links, t, o):
     out["tp"] = np.where(tp > 1, m * np.where(ovl, (1 - s) * tp_mb + s * (tp_tail + X(tp_mb - tp_tail, t["t_mm"])), tp_mb), 0)   # chunks, scale-up only
     kv = 2 * C["mbs"] * model.seq_len * model.head_dim * np.maximum(model.n_kv_heads / tp, 1) * w
     ag, rs, sr = ct("all_gather", kv, "cp"), ct("reduce_scatter", kv, "cp"), ct("send_recv", kv / C["cp"], "cp")   # sr: a ring shift
+    if o["profile"] is not None: sr = np.maximum(sr - _vec(lambda r, n: o["profile"].issue(int(r), int(n)))(o["rph"], C["cp"]), 0)   # its issue is compute
     tc, c1 = t["t_core"], C["cp"] - 1; cp_layer = X(ag, tc) * np.where(rc == 2, 2, 1) + X(ag + rs, 2 * tc)   # tc: one core pass
     co = 1.0 if o["profile"] is None else _vec(lambda r: o["profile"].co_scheduled(int(r)))(o["rph"])   # more ranks than cores: a peer
     Xco = lambda x, win: x - co * (x - X(x, win))         # runs beside us only cores / ranks of the time, and a shift hides that share
@@ -356,7 +357,8 @@ def _costs(model: ModelSpec, C: dict, topo: Topology, links: dict, efficiency, d
     comm = _comm(model, C, mem, links, t, o)
     sc, pp, v, m = C["sched"], C["pp"], C["v"], mem["m"]
     n_mb, n_step = blocking_collectives(model, C, mem)      # with a profile: compute a rank loses after each blocking collective
-    penalty = 0.0 if profile is None else _vec(lambda r: profile.penalty(int(r)))(rph) * (m * n_mb + n_step)
+    shifts = m * mem["Ls"] * np.where(C["cp"] > 1, (C["cp"] - 1) * (2 + (C["rc"] > 0)) + C["cp"], 0)   # cp's ring shifts (a re-run's too)
+    penalty = 0.0 if profile is None else _vec(lambda r: profile.penalty(int(r)))(rph) * (m * n_mb + n_step) + _vec(lambda r, n: profile.issue(int(r), int(n)))(rph, C["cp"]) * shifts
     mb_comm, g = (comm["tp"] + comm["cp"] + comm["ep"]) / np.maximum(m, 1), C["tp"] * C["cp"] * C["ep"]   # a stage's micro-batch: compute + collectives
     bub = lambda t_: np.select([pp <= 1, sc == SCHEDULE_CODE["zb-h1"]], [0.0, (pp - 1) / 3], (pp - 1) / v) * (t_["t_mb"] + mb_comm)
     bubble = bub(t)

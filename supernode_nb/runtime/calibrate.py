@@ -175,12 +175,12 @@ def _device_kind() -> str:
 
 def calibration_worker(rank: int, world_size: int, model: dict, share_rounds: int = 3, share_s: float = 0.3,   # `contention_worker`'s
                        probe_samples: int = 12, queue_budget_s: float = 0.8,   # `interference_worker`'s samples and budget,
-                       probe_rounds: int = 3, queue_min: int = 3, **bench) -> dict | None:   # rounds and fewest queue samples
+                       probe_rounds: int = 3, queue_min: int = 3, issues: int = 48, **bench) -> dict | None:   # rounds, fewest queue samples, shifts
     "Worker: the share of a core with all ranks busy (on a CPU), what communicating costs the compute beside it, then"
     "`bench_links` — one launch per world size."
     cont = contention_worker(rank, world_size, model, rounds=share_rounds, seconds=share_s) if share_rounds else None
     inter = interference_worker(rank, world_size, model, calls=max(bench.get("calls", 20), 8), samples=probe_samples, queue_budget_s=queue_budget_s,
-                                rounds=probe_rounds, min_samples=queue_min)
+                                rounds=probe_rounds, min_samples=queue_min, issues=issues)
     rows = bench_links(rank, world_size, model=model, **bench)
     return {"share": None, **(cont or {}), "rows": rows, **(inter or {})} if rank == 0 else None
 
@@ -239,11 +239,13 @@ def _supervised_waits(m: ModelSpec, prof: MachineProfile, worlds, runs: int = 2,
     return {"waits": waits, "detail": det}
 
 # %% ../../nbs/40_runtime/45_calibrate.ipynb #cal2idle1
+def _issue_text(d: dict) -> str: return ", ".join(f"{k} {1e3 * v:.2f} ms" for k, v in d.items())   # `issue_s`, per world × ring
+
 def _to_idle(r: dict, cores: int, world: int) -> dict:
     "A world's calibration figures (`calibration_worker`'s) as on an idle host: what `r['background_cores']` took divided out."
     f = left_by(cores, r.get("background_cores") or 0.0, world)
     if f >= 1.0: return r
-    return dict(r, share=None if r.get("share") is None else min(1.0, r["share"] / f), penalty_s=r["penalty_s"] * f,
+    return dict(r, share=None if r.get("share") is None else min(1.0, r["share"] / f), penalty_s=r["penalty_s"] * f, issue_s={k: v * f for k, v in r["issue_s"].items()},
                 skew_phase_s=r["skew_phase_s"] * f, rows=[dict(x, time_s=x["time_s"] * f) for x in r["rows"]])
 
 # %% ../../nbs/40_runtime/45_calibrate.ipynb #bbfd9ad9
@@ -282,7 +284,7 @@ def calibrate(quick: bool = False,              # 2 and 4 ranks, fewer sizes and
     phases = {"one process": round(time.monotonic() - t0, 1)}
     devices = cores if kind == "cpu" else (torch.cuda.device_count() if kind == "cuda" else torch.npu.device_count())
     backend = {"cpu": "gloo", "cuda": "nccl", "npu": "hccl"}[kind]
-    shares, links, rows, penalty, overlap, queue, alone, in_rank, skew, background, assumed, phase = {}, {}, [], {}, {}, {}, {}, {}, {}, {}, [], {}
+    shares, links, rows, penalty, overlap, queue, alone, in_rank, skew, background, assumed, phase, issue = {}, {}, [], {}, {}, {}, {}, {}, {}, {}, [], {}, {}
     sizes = (4 << 10, 1 << 20) if quick else (4 << 10, 64 << 10, 1 << 20)   # quick: the ends; 256 KB often hid the bandwidth
     preset_bw = get_topology("local").levels[0].bandwidth_GBps if kind == "cpu" else None   # where sizes hide the bandwidth
     ops = ("all_reduce", "all_to_all", "send_recv", "handoff") + (() if quick else ("all_gather", "reduce_scatter"))
@@ -291,18 +293,18 @@ def calibrate(quick: bool = False,              # 2 and 4 ranks, fewer sizes and
         thin = min(1.0, 2 * cores / w) if kind == "cpu" else 1.0   # over two ranks a core: each rank times fewer calls (a
         r = spawn("supernode_nb.runtime.calibrate:calibration_worker", w, model=m.to_dict(),   # figure is a mean over ranks)
                   share_rounds=rounds if kind == "cpu" else 0, share_s=share_s, probe_rounds=rounds, queue_min=rounds,
-                  probe_samples=max(4, round(psamples * thin)),
+                  probe_samples=max(4, round(psamples * thin)), issues=max(16, round(4 * psamples * thin)),
                   queue_budget_s=qbudget * thin, sizes=sizes, group_sizes=tuple(gs), ops=ops, calls=max(8, round(calls * thin)),
                   backend=backend, timeout_s=120)[0]
         if kind == "cpu": background[str(w)] = r.get("background_cores", 0.0); r = _to_idle(r, cores, w)
         if r["share"] is not None: shares[str(w)] = r["share"]
         if r.get("fwd_bwd_s"): in_rank[str(w)] = r["fwd_bwd_s"]
-        penalty[str(w)], overlap[str(w)], skew[str(w)], phase[str(w)] = r["penalty_s"], r["overlap"], r["skew"], r["skew_phase_s"]
+        penalty[str(w)], overlap[str(w)], skew[str(w)], phase[str(w)] = r["penalty_s"], r["overlap"], r["skew"], r["skew_phase_s"]; issue.update(r["issue_s"])
         queue[str(w)], alone[str(w)] = r["queue"], r["queue_alone"]
         fitted, unmeasured = _fit_rows(w, r["rows"], gs, ops, backend, preset_bw)
         links.update(fitted); assumed += unmeasured; rows += [dict(x, world=w) for x in r["rows"]]
         phases[f"{w} ranks"] = round(time.monotonic() - t0 - sum(phases.values()), 1)
-        say(f"{w} ranks: {background.get(str(w), 0.0):.2f} cores busy elsewhere (divided out), share {shares.get(str(w))}, penalty {1e6 * penalty[str(w)]:.0f} µs per collective, "
+        say(f"{w} ranks: {background.get(str(w), 0.0):.2f} cores busy elsewhere (divided out), share {shares.get(str(w))}, penalty {1e6 * penalty[str(w)]:.0f} µs per collective, a ring shift's issue {_issue_text(r['issue_s'])}, "
             f"overlap {overlap[str(w)]:.2f}, queued {alone[str(w)]:.2f} alone and {queue[str(w)]:.2f} exposed, skew {skew[str(w)]:.3f} s per s of compute, links {fitted}")
     probes.append(probe_s(m, probe, dev))
     say(f"speed check: {1e3 * probes[0]:.2f} ms at the start, {1e3 * probes[1]:.2f} ms at the end")
@@ -322,7 +324,7 @@ def calibrate(quick: bool = False,              # 2 and 4 ranks, fewer sizes and
                           penalty, overlap, queue, alone, skew, round(os.getloadavg()[0], 2),
                           dict(proc["detail"], model=m.name, link_rows=rows, bandwidth_assumed=assumed, background_cores=background, probe_s=statistics.median(probes), probes_s=probes, seconds=round(time.monotonic() - t0, 1), phase_s=phases,
                                threads_per_rank=1, backend=backend), backend=backend, skew_phase_s=phase,
-                          op_token_s=proc["op_token_s"])
+                          op_token_s=proc["op_token_s"], issue_s=issue)
     if kind == "cpu":                                     # blocking waits in a real step over their price from the fits
         probed = [w for w in worlds if w in WAIT_PROBES][:1 if quick else None]   # quick: the smallest
         sw = _supervised_waits(m, prof, probed, **(dict(runs=1, steps=4, skip=1) if quick else {}))
@@ -365,7 +367,7 @@ def _per_world(d: dict) -> str:
 def _async_text(p: MachineProfile) -> list[str]:
     if not p.overlap and not p.queue: return []
     return [f"  async collectives: one hidden by compute {_per_world(p.overlap)}; queued back to back, their time alone {_per_world(p.queue_alone)},"
-            f" exposed beside compute {_per_world(p.queue)} (of their time one by one)"]
+            f" exposed beside compute {_per_world(p.queue)} (of their time one by one)" + (f"; a ring shift's issue {_issue_text(p.issue_s)}" if p.issue_s else "")]
 
 def _waits_text(p: MachineProfile) -> list[str]:
     return [f"  blocking waits in a supervised step over the links' price: {_per_world(p.waits)}"] if p.waits else []

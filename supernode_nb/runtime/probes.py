@@ -59,7 +59,8 @@ def interference_worker(rank: int, world_size: int, model: dict, calls: int = 20
                         phase_s: float = 0.02,    # the compute phase before a sync point, for `skew`
                         samples: int = 12,   # interleaved samples of `overlap` (twice as many of `skew`)
                         queued: int = 8, queue_budget_s: float = 0.8,   # `queue`: calls, seconds spent
-                        rounds: int = 3, min_samples: int = 3) -> dict | None:   # `penalty_s`'s rounds; `queue`'s fewest samples
+                        rounds: int = 3, min_samples: int = 3,   # `penalty_s`'s rounds; `queue`'s fewest samples
+                        issues: int = 24) -> dict | None:   # `issue_s`'s ring shifts issued
     "Worker: what communicating costs the compute beside it. `penalty_s`: the time a layer's forward (recording for"
     "autograd) and then its backward each take right after a blocking all_reduce of its activations, less their time"
     "back to back, per collective (a rank that slept in a collective comes back to cold caches and gloo's threads"
@@ -71,9 +72,13 @@ def interference_worker(rank: int, world_size: int, model: dict, calls: int = 20
     "backward issues them) with layer forwards about as long as they take one by one run beside them, the share left"
     "exposed ((t_both − t_work) / t_one_by_one): the median of interleaved samples, as many as fit in `queue_budget_s`"
     "(`min_samples` to 30); `queue_alone`: the same calls queued with no compute beside them, over one by one (the"
-    "backend's threads run queued calls side by side)."
+    "backend's threads run queued calls side by side); `issue_s`: per ring size ('4×2': rings of 2 in a world of 4; and"
+    "rings of the whole world), the mean time the engine's ring attention (the model's heads, a chunk of its sequence)"
+    "takes to issue one of its async ring shifts, over `issues` shifts or more — CPU on the issuing rank's own path,"
+    "which no compute hides."
     import torch.distributed as dist
-    from supernode_nb.comm.collectives import Comm
+    from supernode_nb.comm.collectives import Comm, CommRecorder
+    from supernode_nb.parallel.cp import ring_attention
     from supernode_nb.parallel.model import GPT
     torch.set_num_threads(1)
     m = ModelSpec(**model)
@@ -125,11 +130,23 @@ def interference_worker(rank: int, world_size: int, model: dict, calls: int = 20
     kq, n = max(1, round(first.item() / t_w1)), min(30, max(min_samples, int(queue_budget_s / (3.7 * first.item()))))   # every rank: n samples
     S = [sample() for _ in range(n)]
     exposed, alone = [(bo - w_) / max(b, 1e-9) for b, w_, _, bo in S], [a / max(b, 1e-9) for b, _, a, _ in S]
+    issue = {}                        # per ring size: 2 (its send and receive on one connection) and the whole world
+    for n in sorted({2, world_size}):
+        rec, groups = CommRecorder(rank, flight_size=0), [list(range(j, j + n)) for j in range(0, world_size, n)]
+        pgs = [dist.new_group(g) if n < world_size else dist.group.WORLD for g in groups]   # every rank makes every group
+        ring = Comm(rank, world_size, {"cp": (groups[rank // n], pgs[rank // n])}, rec)
+        qkv = [torch.randn(1, m.heads, 2 * max(1, m.seq_len // (2 * n)), m.head_dim, requires_grad=True) for _ in range(3)]
+        for i in range(1 + max(2, -(-issues // (3 * n - 2)))):   # a pass shifts K/V 2(cp − 1) times and dK/dV cp times
+            if i == 1: dist.barrier(); rec.clear()               # the first pass warms up
+            ring_attention(*qkv, ring).sum().backward()
+        issue[n] = statistics.mean(r.issue_s for r in rec.records)   # the mean: a heavy tail (gloo's thread holds the
+                                                                     # connection while it reads a peer's message)
     t = torch.tensor([statistics.median(woke) - statistics.median(bare), statistics.median(hidden), skew, statistics.median(exposed), statistics.median(alone),
-                      statistics.mean(phases)])
+                      statistics.mean(phases), *issue.values()])
     dist.all_reduce(t); t /= world_size
     return {"penalty_s": max(float(t[0]), 0.0), "overlap": min(max(float(t[1]), 0.0), 1.0), "skew": float(t[2]),
-            "queue": min(max(float(t[3]), 0.0), 1.5), "queue_alone": min(max(float(t[4]), 0.1), 1.5), "skew_phase_s": float(t[5])} if rank == 0 else None
+            "queue": min(max(float(t[3]), 0.0), 1.5), "queue_alone": min(max(float(t[4]), 0.1), 1.5), "skew_phase_s": float(t[5]),
+            "issue_s": {f"{world_size}×{n}": float(x) for n, x in zip(issue, t[6:])}} if rank == 0 else None
 
 
 # %% ../../nbs/40_runtime/45_probes.ipynb #633b7c71
