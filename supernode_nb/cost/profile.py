@@ -50,6 +50,7 @@ class MachineProfile:
     op_token_s: float = 0.0        # seconds per operator and token it carries, beyond `op_s` (an eager operator reads and writes
                                    # activations of its tokens); 0: unmeasured, `op_s` holds it at the calibration's one sequence
     issue_s: dict = field(default_factory=dict)    # "ranks×ring" -> seconds to issue one of ring attention's async shifts
+    ring_op_s: float = 0.0         # seconds per operator of ring attention (small blocks, not recorded for autograd); 0: as `op_s`
 
     def to_dict(self) -> dict: return asdict(self)
     @classmethod
@@ -197,6 +198,11 @@ def penalty(self: MachineProfile, ranks_per_host: int = 1) -> float:
     return 0.0 if ranks_per_host <= 1 else _nearest(self.penalty_s, ranks_per_host, 0.0) / self._busy(ranks_per_host)
 
 @patch
+def ring_op(self: MachineProfile, ranks_per_host: int = 1, tokens: float = 0.0) -> float:
+    "Seconds of one of ring attention's operators on a rank: `ring_op_s` as timed on the engine's ring, else a mean operator's."
+    return (self.ring_op_s or self.op_s + tokens * self.op_token_s) / self.share(ranks_per_host)
+
+@patch
 def issue(self: MachineProfile, ranks_per_host: int = 1,
           ring: int = 2) -> float:   # ranks in the ring (cp)
     "Seconds a rank spends issuing one of ring attention's async shifts (0 unmeasured): its own CPU path, so it adds to"
@@ -267,7 +273,7 @@ def scaled(self: MachineProfile, k: float) -> "MachineProfile":
     return replace(self, matmul_tflops={d: r / k for d, r in self.matmul_tflops.items()}, op_s=self.op_s * k, opt_op_s=self.opt_op_s * k,
                    memory_GBps=self.memory_GBps / k, op_token_s=self.op_token_s * k, microbatch_s=self.microbatch_s * k, step_s=self.step_s * k, links=links,
                    region_s=self.region_s * k, recompute_op_s=self.recompute_op_s * k,
-                   penalty_s={n: s * k for n, s in self.penalty_s.items()}, issue_s={n: s * k for n, s in self.issue_s.items()},   # shares,
+                   penalty_s={n: s * k for n, s in self.penalty_s.items()}, issue_s={n: s * k for n, s in self.issue_s.items()}, ring_op_s=self.ring_op_s * k,   # shares,
                    # overlap and skew are ratios: unchanged
                    detail=dict(self.detail, slowdown=k))
 

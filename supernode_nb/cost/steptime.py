@@ -214,10 +214,10 @@ def _compute(model, C, c, mem, rate, hbm_GBps, o):
     if o["profile"] is None: t_mm, t_ring = (mb_f - f8) / rate + f8 / o.get("rate8", rate) + n_ops * KERNEL_GAP_S, 0.0
     else:
         P, ops = o["profile"], engine_ops(model, Ls, C["ep"], rc, tp, sp, cp)
-        t_mm = _vec(lambda f, n, g, k, r, x: P.compute_s(f, dtype=o["dtype"], ranks_per_host=int(r), n_ops=int(n), tokens=x) + P.recompute_s(g, k, int(r)))(
-            mb_f, ops["fwd_bwd"] - ops["recompute"], ops["regions"], ops["recompute"], o["rph"], T)   # ops of T tokens each
-        ring = np.where(cp > 1, (ENGINE_OPS["layer_cp"] + ENGINE_OPS["cp_step"] * (cp - 1)) / (2 * cp), 0)   # a ring step's operators
-        t_ring = _vec(lambda n, r, x: P.compute_s(0.0, n_ops=n, ranks_per_host=int(r), tokens=x))(ring, o["rph"], T)
+        rn = Ls * np.where(cp > 1, ENGINE_OPS["layer_cp"] + ENGINE_OPS["cp_step"] * (cp - 1), 0)   # ring attention's, at their own cost
+        t_mm = _vec(lambda f, n, g, k, r, x, q: P.compute_s(f, dtype=o["dtype"], ranks_per_host=int(r), n_ops=int(n), tokens=x) + P.recompute_s(g, k, int(r))
+                    + q * P.ring_op(int(r), x))(mb_f, ops["fwd_bwd"] - ops["recompute"] - rn, ops["regions"], ops["recompute"], o["rph"], T, rn)   # ops of T tokens
+        t_ring = _vec(lambda n, r, x: n * P.ring_op(int(r), x))(rn / (2 * cp * Ls), o["rph"], T)   # a ring step's operators
     t_core, t_mm = t_mm * core_f / mb_f * slow, t_mm + ((slow - 1) * core_mb / rate if slow != 1 else 0.0)   # a core pass; sm80's extra
     scores = 0 if flash else SCORE_ELEMS * w * mbs * model.heads * (s / cp) * s / tp   # unfused attention: softmax, dropout on b·a·s² scores
     bw = hbm_GBps * 1e9 * HBM_EFFICIENCY
@@ -277,7 +277,6 @@ def _comm(model, C, mem, links, t, o):
     out["tp"] = np.where(tp > 1, m * np.where(ovl, (1 - s) * tp_mb + s * (tp_tail + X(tp_mb - tp_tail, t["t_mm"])), tp_mb), 0)   # chunks, scale-up only
     kv = 2 * C["mbs"] * model.seq_len * model.head_dim * np.maximum(model.n_kv_heads / tp, 1) * w
     ag, rs, sr = ct("all_gather", kv, "cp"), ct("reduce_scatter", kv, "cp"), ct("send_recv", kv / C["cp"], "cp")   # sr: a ring shift
-    if o["profile"] is not None: sr = np.maximum(sr - _vec(lambda r, n: o["profile"].issue(int(r), int(n)))(o["rph"], C["cp"]), 0)   # its issue is compute
     tc, c1 = t["t_core"], C["cp"] - 1; cp_layer = X(ag, tc) * np.where(rc == 2, 2, 1) + X(ag + rs, 2 * tc)   # tc: one core pass
     co = 1.0 if o["profile"] is None else _vec(lambda r: o["profile"].co_scheduled(int(r)))(o["rph"])   # more ranks than cores: a peer
     Xco = lambda x, win: x - co * (x - X(x, win))         # runs beside us only cores / ranks of the time, and a shift hides that share
@@ -309,8 +308,8 @@ def _comm(model, C, mem, links, t, o):
     if o.get("ep_overlap") and o["profile"] is None:   # each micro-batch's exchanges beside another's compute (Megatron's batch-level
         out["ep"] = np.where(m >= 2, X(out["ep"], (m - 1) * t["t_mb"]), out["ep"])   # overlap, DualPipe): one needs a second in flight
     if o["profile"] is not None:      # a real step's blocking waits over the microbenchmark's price, as the profile measured them
-        ws = _vec(lambda r: o["profile"].wait_scale(int(r)))(o["rph"])
-        out["tp"], out["cp"], out["ep"] = out["tp"] * ws, out["cp"] * ws, out["ep"] * ws
+        ws = _vec(lambda r: o["profile"].wait_scale(int(r)))(o["rph"])   # (tp's and ep's blocking calls; cp's async shifts, their
+        out["tp"], out["ep"] = out["tp"] * ws, out["ep"] * ws            # issue priced as compute, wait on transfers under way)
         # the step's gradient sync waits for the last replica, apart since the step began: compute and the waits of
         ahead = m * t["t_mb"] + out["tp"] + out["ep"]     # tp and ep, where the ranks take turns on the cores too (a pipeline
         sync = _vec(lambda c_, r: o["profile"].sync_wait(c_, int(r)))(ahead, o["rph"])   # staggers its stages: its waits

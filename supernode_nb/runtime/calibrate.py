@@ -15,7 +15,7 @@ from ..foundation.core import Parser, emit
 from ..foundation.config import ModelSpec, get_model
 from ..foundation.topology import get_topology
 from ..cost.profile import MachineProfile, left_by
-from .probes import _fwd_bwd, bench_links, contention_worker, fit_latency, fit_link, interference_worker
+from .probes import _fwd_bwd, bench_links, contention_worker, fit_latency, fit_link, interference_worker, ring_op_s
 
 # %% auto #0
 __all__ = ['TOKEN_BATCH', 'WAIT_PROBES', 'count_ops', 'op_counts', 'matmul_tflops', 'copy_GBps', 'model_shapes', 'probe_s',
@@ -112,7 +112,7 @@ def _process_figures(m: ModelSpec, rate: float, mem: float, samples: int, device
     opt_op_s = max(t_opt - 28 * params / (mem * 1e9), 0.0) / n["optimizer"][0]
     rc = _recompute_figures(m, gpt, fb, n["fwd_bwd"][0], rate, samples, rounds)
     return dict(rate=rate, op_s=op_s, opt_op_s=opt_op_s, step_s=t_data, microbatch_s=t_mb, region_s=rc.pop("region_s"),
-                recompute_op_s=rc.pop("recompute_op_s"), op_token_s=op_token_s,
+                recompute_op_s=rc.pop("recompute_op_s"), op_token_s=op_token_s, ring_op_s=ring_op_s(m, rate, samples, device=device),
                 detail=dict(fwd_bwd_s=t_fb, per_sequence_s=per_seq, fwd_bwd_ops=n["fwd_bwd"][0], fwd_bwd_flops=flops, optimizer_s=t_opt,
                             optimizer_ops=n["optimizer"][0], params=params, **rc))
 
@@ -313,7 +313,7 @@ def calibrate(quick: bool = False,              # 2 and 4 ranks, fewer sizes and
     k = statistics.median(in_rank.values()) / proc["detail"]["fwd_bwd_s"] if in_rank else 1.0   # a rank alone vs this process
     say(f"a spawned rank runs the reference forward + backward {k:.2f}× this process's time: per-operator figures scaled")
     proc = dict(proc, op_s=proc["op_s"] * k, opt_op_s=proc["opt_op_s"] * k, microbatch_s=proc["microbatch_s"] * k, step_s=proc["step_s"] * k,
-                region_s=proc["region_s"] * k, recompute_op_s=proc["recompute_op_s"] * k, op_token_s=proc["op_token_s"] * k,
+                region_s=proc["region_s"] * k, recompute_op_s=proc["recompute_op_s"] * k, op_token_s=proc["op_token_s"] * k, ring_op_s=proc["ring_op_s"] * k,
                 detail=dict(proc["detail"], rank_slowdown=k))
     if kind == "cpu":                                     # the per-step cost of a supervised rank, from one real run
         proc = dict(proc, **_supervised_step_s(m, proc, mem, runs=1 if quick else 2))
@@ -324,7 +324,7 @@ def calibrate(quick: bool = False,              # 2 and 4 ranks, fewer sizes and
                           penalty, overlap, queue, alone, skew, round(os.getloadavg()[0], 2),
                           dict(proc["detail"], model=m.name, link_rows=rows, bandwidth_assumed=assumed, background_cores=background, probe_s=statistics.median(probes), probes_s=probes, seconds=round(time.monotonic() - t0, 1), phase_s=phases,
                                threads_per_rank=1, backend=backend), backend=backend, skew_phase_s=phase,
-                          op_token_s=proc["op_token_s"], issue_s=issue)
+                          op_token_s=proc["op_token_s"], issue_s=issue, ring_op_s=proc["ring_op_s"])
     if kind == "cpu":                                     # blocking waits in a real step over their price from the fits
         probed = [w for w in worlds if w in WAIT_PROBES][:1 if quick else None]   # quick: the smallest
         sw = _supervised_waits(m, prof, probed, **(dict(runs=1, steps=4, skip=1) if quick else {}))
@@ -347,7 +347,7 @@ def _profile_text(p: MachineProfile, where: str) -> str:
                       if len(v["all"]) > 2 else f"{k}: α {v['all'][1] * 1e3:.2f} ms, {bw(k, v)}" for k, v in l.items() if "all" in v)
     return "\n".join([f"profile {p.name!r} ({p.kind}, {p.devices} {'cores' if p.kind == 'cpu' else 'devices'}, host {p.host}) — {where}",
                       f"  matmul {', '.join(f'{k} {v * 1e3:.1f} GFLOP/s' for k, v in p.matmul_tflops.items())} per rank; "
-                      f"{p.op_s * 1e6:.1f} µs per operator + {p.op_token_s * 1e9:.1f} ns per token it carries; copy {p.memory_GBps:.1f} GB/s; a supervised rank's step {p.step_s * 1e3:.2f} ms beyond them",
+                      f"{p.op_s * 1e6:.1f} µs per operator + {p.op_token_s * 1e9:.1f} ns per token it carries (ring attention's {p.ring_op_s * 1e6:.1f} µs); copy {p.memory_GBps:.1f} GB/s; a supervised rank's step {p.step_s * 1e3:.2f} ms beyond them",
                       f"  share of a core: {_per_world(p.shares)}",
                       f"  links: {links or 'not measured'}", *_async_text(p), *_waits_text(p), f"  EP imbalance {p.ep_imbalance:.2f}; load {p.load_avg}; {p.detail.get('seconds')} s" + _bg_text(p)]
                      + _probe_text(p))

@@ -14,7 +14,8 @@ from ..cost.commbw import BACKEND_ALGORITHMS, COLLECTIVES, coefficients
 from ..cost.commcost import collective_time
 
 # %% auto #0
-__all__ = ['contention_worker', 'interference_worker', 'bench_links', 'fit_link', 'fit_latency', 'summarise', 'settle', 'measure']
+__all__ = ['contention_worker', 'interference_worker', 'bench_links', 'fit_link', 'fit_latency', 'summarise', 'settle', 'measure',
+           'ring_op_s']
 
 # %% ../../nbs/40_runtime/45_probes.ipynb #1619f3ae
 def _fwd_bwd(model: ModelSpec, seed: int = 0, device: str = "cpu", batch: int = 1):
@@ -311,3 +312,32 @@ def measure(model: ModelSpec | str, cfg: ParallelConfig, steps: int = 8, skip: i
     finally: torch.set_num_threads(old)
     return dict(summarise(res, skip), load_avg=round((load0 + os.getloadavg()[0]) / 2, 2), settled_s=round(waited, 2))
 
+
+# %% ../../nbs/40_runtime/45_probes.ipynb #b5d86b4f
+class _Loopback:
+    "A cp group of `n` as one process sees it: a ring shift hands the rank its own block back (same operators, no traffic)."
+    def __init__(self, n: int = 2): self.n = n
+    def size(self, axis): return self.n
+    def index(self, axis): return 0
+    def batch_p2p(self, ops, axis, async_op=False):
+        (_, t, _), (_, buf, _) = ops; buf.copy_(t); return self
+    def wait(self, timeout=None): return True
+
+def ring_op_s(model: ModelSpec, rate: float,   # the calibration model; its matmul rate (TFLOP/s)
+              samples: int = 5, cp: int = 2, device: str = "cpu") -> float:
+    "Seconds per operator of the engine's ring attention (forward + backward of one sequence at `cp`), beyond its FLOPs."
+    from supernode_nb.parallel.cp import ring_attention
+    from supernode_nb.cost.engineops import ENGINE_OPS
+    if model.seq_len % (2 * cp) or not model.heads: return 0.0         # no two chunks a rank: unmeasured (priced as `op_s`)
+    g = torch.Generator(device="cpu").manual_seed(0)
+    q, k, v = (torch.randn(1, model.heads, model.seq_len // cp, model.head_dim, generator=g).to(device).requires_grad_() for _ in range(3))
+    ring = _Loopback(cp)
+    def once(): ring_attention(q, k, v, ring).sum().backward()
+    for _ in range(3): once()
+    ts = []
+    for _ in range(samples):
+        t0 = time.perf_counter()
+        for _ in range(4): once()
+        ts.append((time.perf_counter() - t0) / 4)
+    flops = 3 * 4 * (model.seq_len / cp) * model.seq_len / 2 * model.heads * model.head_dim   # causal QKᵀ and PV, fwd + bwd
+    return max(statistics.median(ts) - flops / (rate * 1e12), 0.0) / (ENGINE_OPS["layer_cp"] + (cp - 1) * ENGINE_OPS["cp_step"])
