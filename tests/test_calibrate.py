@@ -78,7 +78,10 @@ def test_prediction_follows_the_measured_figures(prof):
     waits = lambda cfg, k, m=TINY: predict(m, cfg, dataclasses.replace(prof, waits={"2": k, "4": k}))["comm_s"]
     for cfg, ax, m in [(tp2, "tp", TINY), (P(dp=2, ep=2, global_batch_size=4), "ep", MOE)]:
         assert waits(cfg, 2.0, m)[ax] == pytest.approx(2 * waits(cfg, 1.0, m)[ax])     # blocking waits scale with the measured factor
-    assert waits(P(cp=2, global_batch_size=4), 2.0)["cp"] == waits(P(cp=2, global_batch_size=4), 1.0)["cp"]   # cp's async shifts do not
+    cp = P(cp=2, global_batch_size=4)
+    ring = lambda k, issue: predict(TINY, cp, dataclasses.replace(prof, waits={"2": k}, issue_s=issue))["comm_s"]["cp"]
+    assert ring(2.0, {"2×2": 1e-4}) == ring(1.0, {"2×2": 1e-4})   # cp's async shifts do not, their issue priced as compute;
+    assert ring(2.0, {}) == pytest.approx(2 * ring(1.0, {}))          # a profile without the issue measured: as before
     cp2 = lambda x: predict(TINY, P(cp=2, global_batch_size=4), dataclasses.replace(prof, issue_s={"2×2": x}))   # a ring shift's issue is
     assert cp2(1e-3)["compute_s"] > cp2(0.0)["compute_s"] + 0.9 * 4 * 8 * 4 * 1e-3                              # its rank's compute:
     assert cp2(1e-3)["comm_s"]["cp"] == cp2(0.0)["comm_s"]["cp"]   # 4 micro-batches × 8 layers × 4 shifts; the waits as before

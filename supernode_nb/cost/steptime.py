@@ -309,7 +309,8 @@ def _comm(model, C, mem, links, t, o):
         out["ep"] = np.where(m >= 2, X(out["ep"], (m - 1) * t["t_mb"]), out["ep"])   # overlap, DualPipe): one needs a second in flight
     if o["profile"] is not None:      # a real step's blocking waits over the microbenchmark's price, as the profile measured them
         ws = _vec(lambda r: o["profile"].wait_scale(int(r)))(o["rph"])   # (tp's and ep's blocking calls; cp's async shifts, their
-        out["tp"], out["ep"] = out["tp"] * ws, out["ep"] * ws            # issue priced as compute, wait on transfers under way)
+        wc = 1.0 if getattr(o["profile"], "issue_s", None) else ws       # issue priced as compute, wait on transfers under way;
+        out["tp"], out["cp"], out["ep"] = out["tp"] * ws, out["cp"] * wc, out["ep"] * ws   # a profile without the issue: as before)
         # the step's gradient sync waits for the last replica, apart since the step began: compute and the waits of
         ahead = m * t["t_mb"] + out["tp"] + out["ep"]     # tp and ep, where the ranks take turns on the cores too (a pipeline
         sync = _vec(lambda c_, r: o["profile"].sync_wait(c_, int(r)))(ahead, o["rph"])   # staggers its stages: its waits
