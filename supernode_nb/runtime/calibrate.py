@@ -175,7 +175,7 @@ def _device_kind() -> str:
 
 def calibration_worker(rank: int, world_size: int, model: dict, share_rounds: int = 3, share_s: float = 0.3,   # `contention_worker`'s
                        probe_samples: int = 12, queue_budget_s: float = 0.8,   # `interference_worker`'s samples and budget,
-                       probe_rounds: int = 3, queue_min: int = 3, issues: int = 48, **bench) -> dict | None:   # rounds, fewest queue samples, shifts
+                       probe_rounds: int = 3, queue_min: int = 3, issues: int = 144, **bench) -> dict | None:   # rounds, fewest queue samples, shifts
     "Worker: the share of a core with all ranks busy (on a CPU), what communicating costs the compute beside it, then"
     "`bench_links` — one launch per world size."
     cont = contention_worker(rank, world_size, model, rounds=share_rounds, seconds=share_s) if share_rounds else None
@@ -292,8 +292,8 @@ def calibrate(quick: bool = False,              # 2 and 4 ranks, fewer sizes and
         gs = [g for g in (2, 4, 8) if g <= w and w % g == 0]
         thin = min(1.0, 2 * cores / w) if kind == "cpu" else 1.0   # over two ranks a core: each rank times fewer calls (a
         r = spawn("supernode_nb.runtime.calibrate:calibration_worker", w, model=m.to_dict(),   # figure is a mean over ranks)
-                  share_rounds=rounds if kind == "cpu" else 0, share_s=share_s, probe_rounds=rounds, queue_min=rounds,
-                  probe_samples=max(4, round(psamples * thin)), issues=max(16, round(4 * psamples * thin)),
+                  share_rounds=rounds if kind == "cpu" else 0, share_s=share_s, probe_rounds=rounds, queue_min=max(2, round(rounds * thin)),
+                  probe_samples=max(4, round(psamples * thin)), issues=max(24, round(12 * psamples * thin)),
                   queue_budget_s=qbudget * thin, sizes=sizes, group_sizes=tuple(gs), ops=ops, calls=max(8, round(calls * thin)),
                   backend=backend, timeout_s=120)[0]
         if kind == "cpu": background[str(w)] = r.get("background_cores", 0.0); r = _to_idle(r, cores, w)

@@ -61,7 +61,7 @@ def interference_worker(rank: int, world_size: int, model: dict, calls: int = 20
                         samples: int = 12,   # interleaved samples of `overlap` (twice as many of `skew`)
                         queued: int = 8, queue_budget_s: float = 0.8,   # `queue`: calls, seconds spent
                         rounds: int = 3, min_samples: int = 3,   # `penalty_s`'s rounds; `queue`'s fewest samples
-                        issues: int = 24) -> dict | None:   # `issue_s`'s ring shifts issued
+                        issues: int = 144) -> dict | None:   # `issue_s`'s ring shifts issued
     "Worker: what communicating costs the compute beside it. `penalty_s`: the time a layer's forward (recording for"
     "autograd) and then its backward each take right after a blocking all_reduce of its activations, less their time"
     "back to back, per collective (a rank that slept in a collective comes back to cold caches and gloo's threads"
@@ -75,7 +75,8 @@ def interference_worker(rank: int, world_size: int, model: dict, calls: int = 20
     "(`min_samples` to 30); `queue_alone`: the same calls queued with no compute beside them, over one by one (the"
     "backend's threads run queued calls side by side); `issue_s`: per ring size ('4×2': rings of 2 in a world of 4; and"
     "rings of the whole world), the mean time the engine's ring attention (the model's heads, a chunk of its sequence)"
-    "takes to issue one of its async ring shifts, over `issues` shifts or more — CPU on the issuing rank's own path,"
+    "takes to issue one of its async ring shifts, over `issues` shifts or more in `rounds` (the median of their means) —"
+    "CPU on the issuing rank's own path,"
     "which no compute hides."
     import torch.distributed as dist
     from supernode_nb.comm.collectives import Comm, CommRecorder
@@ -137,11 +138,13 @@ def interference_worker(rank: int, world_size: int, model: dict, calls: int = 20
         pgs = [dist.new_group(g) if n < world_size else dist.group.WORLD for g in groups]   # every rank makes every group
         ring = Comm(rank, world_size, {"cp": (groups[rank // n], pgs[rank // n])}, rec)
         qkv = [torch.randn(1, m.heads, 2 * max(1, m.seq_len // (2 * n)), m.head_dim, requires_grad=True) for _ in range(3)]
-        for i in range(1 + max(2, -(-issues // (3 * n - 2)))):   # a pass shifts K/V 2(cp − 1) times and dK/dV cp times
-            if i == 1: dist.barrier(); rec.clear()               # the first pass warms up
-            ring_attention(*qkv, ring).sum().backward()
-        issue[n] = statistics.mean(r.issue_s for r in rec.records)   # the mean: a heavy tail (gloo's thread holds the
-                                                                     # connection while it reads a peer's message)
+        ring_attention(*qkv, ring).sum().backward()              # warm-up; then rounds of passes, each pass shifting K/V
+        means = []                                               # 2(cp − 1) times and dK/dV cp times
+        for _ in range(rounds):          # a round's mean (the time is in a heavy tail: gloo's thread holds the connection
+            dist.barrier(); rec.clear()  # while it reads a peer's message), the median of rounds (a burst elsewhere hits one)
+            for _ in range(max(1, -(-issues // rounds // (3 * n - 2)))): ring_attention(*qkv, ring).sum().backward()
+            means.append(statistics.mean(r.issue_s for r in rec.records))
+        issue[n] = statistics.median(means)
     t = torch.tensor([statistics.median(woke) - statistics.median(bare), statistics.median(hidden), skew, statistics.median(exposed), statistics.median(alone),
                       statistics.mean(phases), *issue.values()])
     dist.all_reduce(t); t /= world_size
