@@ -75,9 +75,8 @@ def interference_worker(rank: int, world_size: int, model: dict, calls: int = 20
     "(`min_samples` to 30); `queue_alone`: the same calls queued with no compute beside them, over one by one (the"
     "backend's threads run queued calls side by side); `issue_s`: per ring size ('4×2': rings of 2 in a world of 4; and"
     "rings of the whole world), the mean time the engine's ring attention (the model's heads, a chunk of its sequence)"
-    "takes to issue one of its async ring shifts, over `issues` shifts or more in `rounds` (the median of their means) —"
-    "CPU on the issuing rank's own path,"
-    "which no compute hides."
+    "takes to issue one of its async ring shifts, over `issues` shifts or more in `rounds` (the median of their means):"
+    "CPU on the issuing rank's own path, which no compute hides."
     import torch.distributed as dist
     from supernode_nb.comm.collectives import Comm, CommRecorder
     from supernode_nb.parallel.cp import ring_attention
