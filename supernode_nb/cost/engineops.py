@@ -10,7 +10,7 @@ import numpy as np
 from ..foundation.config import ModelSpec
 
 # %% auto #0
-__all__ = ['ENGINE_OPS', 'ENGINE_BUCKET_BYTES', 'engine_ops', 'engine_tensors', 'blocking_collectives']
+__all__ = ['ENGINE_OPS', 'ENGINE_BUCKET_BYTES', 'engine_ops', 'ring_ops', 'ring_shifts', 'engine_tensors', 'blocking_collectives']
 
 # %% ../../nbs/10_cost/15a_engineops.ipynb #6ea83edb
 ENGINE_OPS = dict(layer=100, layer_recompute=64, layer_selective=7, expert=49.6, expert_recompute=31.5, stage=37,   # fwd + bwd
@@ -36,9 +36,20 @@ def engine_ops(model: ModelSpec,   # the model
                     + (full | sel) * cpx * (k["cp_rerun"] + ring * k["cp_rerun_step"]))   # selective re-runs the ring too
     tpx = np.asarray(tp) > 1
     par = np.where(tpx & np.asarray(sp, dtype=bool), layers * k["layer_sp"] + k["stage_sp"], tpx * (layers * k["layer_tp"] + k["stage_tp"]))
-    fb = layers * (k["layer"] + E * k["expert"]) + k["stage"] + rec + par + cpx * (layers * (k["layer_cp"] + ring * k["cp_step"]) + k["stage_cp"])
+    fb = layers * (k["layer"] + E * k["expert"]) + k["stage"] + rec + par + layers * ring_ops(cp) + cpx * k["stage_cp"]
     return dict(fwd_bwd=fb, recompute=rec, regions=layers * (full | sel),
                 optimizer=layers * (k["opt_layer"] + E * k["opt_expert"]) + k["opt_stage"])
+
+def ring_ops(cp):   # context-parallel degree
+    "Aten operators one layer's ring attention adds to a micro-batch's forward + backward (0 without cp)."
+    ring = np.maximum(np.asarray(cp) - 1, 0)
+    return np.where(ring > 0, ENGINE_OPS["layer_cp"] + ring * ENGINE_OPS["cp_step"], 0)
+
+def ring_shifts(cp, rc=0):   # context-parallel degree; recompute code (1 = selective, 2 = full)
+    "Async K/V shifts one layer's ring attention issues per micro-batch: cp − 1 forward, as many backward, cp of the"
+    "gradients, and the forward's again where recompute re-runs the ring (0 without cp)."
+    cp = np.asarray(cp)
+    return np.where(cp > 1, (cp - 1) * (2 + (np.asarray(rc) > 0)) + cp, 0)
 
 # %% ../../nbs/10_cost/15a_engineops.ipynb #aca511a2
 def engine_tensors(model: ModelSpec,   # the model

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 from ..foundation.config import ModelSpec, ParallelConfig
 from ..foundation.topology import Topology
-from .engineops import ENGINE_OPS, engine_ops, engine_tensors, ENGINE_BUCKET_BYTES, _n_buckets, blocking_collectives
+from .engineops import engine_ops, engine_tensors, ENGINE_BUCKET_BYTES, _n_buckets, blocking_collectives, ring_ops, ring_shifts
 from .commcost import collective_time_array, hierarchical_time, _outer_index, _blocks
 from .memory import (_counts, _memory, step_flops, SCHEDULE_CODE, RECOMPUTE_CODE, DTYPE_BYTES, CATEGORIES,
                                      DDP_BUCKET_BYTES)
@@ -214,10 +214,10 @@ def _compute(model, C, c, mem, rate, hbm_GBps, o):
     if o["profile"] is None: t_mm, t_ring = (mb_f - f8) / rate + f8 / o.get("rate8", rate) + n_ops * KERNEL_GAP_S, 0.0
     else:
         P, ops = o["profile"], engine_ops(model, Ls, C["ep"], rc, tp, sp, cp)
-        rn = Ls * np.where(cp > 1, ENGINE_OPS["layer_cp"] + ENGINE_OPS["cp_step"] * (cp - 1), 0)   # ring attention's, at their own cost
+        rn = ring_ops(cp)                                       # a layer's ring attention: its operators at their own cost
         t_mm = _vec(lambda f, n, g, k, r, x, q: P.compute_s(f, dtype=o["dtype"], ranks_per_host=int(r), n_ops=int(n), tokens=x) + P.recompute_s(g, k, int(r))
-                    + q * P.ring_op(int(r), x))(mb_f, ops["fwd_bwd"] - ops["recompute"] - rn, ops["regions"], ops["recompute"], o["rph"], T, rn)   # ops of T tokens
-        t_ring = _vec(lambda n, r, x: n * P.ring_op(int(r), x))(rn / (2 * cp * Ls), o["rph"], T)   # a ring step's operators
+                    + q * P.ring_op(int(r), x))(mb_f, ops["fwd_bwd"] - ops["recompute"] - Ls * rn, ops["regions"], ops["recompute"], o["rph"], T, Ls * rn)   # ops of T tokens
+        t_ring = _vec(lambda n, r, x: n * P.ring_op(int(r), x))(rn / (2 * cp), o["rph"], T)   # a ring step's operators
     t_core, t_mm = t_mm * core_f / mb_f * slow, t_mm + ((slow - 1) * core_mb / rate if slow != 1 else 0.0)   # a core pass; sm80's extra
     scores = 0 if flash else SCORE_ELEMS * w * mbs * model.heads * (s / cp) * s / tp   # unfused attention: softmax, dropout on b·a·s² scores
     bw = hbm_GBps * 1e9 * HBM_EFFICIENCY
@@ -357,7 +357,7 @@ def _costs(model: ModelSpec, C: dict, topo: Topology, links: dict, efficiency, d
     comm = _comm(model, C, mem, links, t, o)
     sc, pp, v, m = C["sched"], C["pp"], C["v"], mem["m"]
     n_mb, n_step = blocking_collectives(model, C, mem)      # with a profile: compute a rank loses after each blocking collective
-    shifts = m * mem["Ls"] * np.where(C["cp"] > 1, (C["cp"] - 1) * (2 + (C["rc"] > 0)) + C["cp"], 0)   # cp's ring shifts (a re-run's too)
+    shifts = m * mem["Ls"] * ring_shifts(C["cp"], C["rc"])   # cp's ring shifts (a re-run's too)
     penalty = 0.0 if profile is None else _vec(lambda r: profile.penalty(int(r)))(rph) * (m * n_mb + n_step) + _vec(lambda r, n: profile.issue(int(r), int(n)))(rph, C["cp"]) * shifts
     mb_comm, g = (comm["tp"] + comm["cp"] + comm["ep"]) / np.maximum(m, 1), C["tp"] * C["cp"] * C["ep"]   # a stage's micro-batch: compute + collectives
     bub = lambda t_: np.select([pp <= 1, sc == SCHEDULE_CODE["zb-h1"]], [0.0, (pp - 1) / 3], (pp - 1) / v) * (t_["t_mb"] + mb_comm)

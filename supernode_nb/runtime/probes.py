@@ -329,7 +329,7 @@ def ring_op_s(model: ModelSpec, rate: float,   # the calibration model; its matm
               samples: int = 5, cp: int = 2, device: str = "cpu") -> float:
     "Seconds per operator of the engine's ring attention (forward + backward of one sequence at `cp`), beyond its FLOPs."
     from supernode_nb.parallel.cp import ring_attention
-    from supernode_nb.cost.engineops import ENGINE_OPS
+    from supernode_nb.cost.engineops import ring_ops
     if model.seq_len % (2 * cp) or not model.heads: return 0.0         # no two chunks a rank: unmeasured (priced as `op_s`)
     g = torch.Generator(device="cpu").manual_seed(0)
     q, k, v = (torch.randn(1, model.heads, model.seq_len // cp, model.head_dim, generator=g).to(device).requires_grad_() for _ in range(3))
@@ -342,4 +342,4 @@ def ring_op_s(model: ModelSpec, rate: float,   # the calibration model; its matm
         for _ in range(4): once()
         ts.append((time.perf_counter() - t0) / 4)
     flops = 3 * 4 * (model.seq_len / cp) * model.seq_len / 2 * model.heads * model.head_dim   # causal QKᵀ and PV, fwd + bwd
-    return max(statistics.median(ts) - flops / (rate * 1e12), 0.0) / (ENGINE_OPS["layer_cp"] + (cp - 1) * ENGINE_OPS["cp_step"])
+    return max(statistics.median(ts) - flops / (rate * 1e12), 0.0) / float(ring_ops(cp))
