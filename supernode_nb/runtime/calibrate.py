@@ -290,11 +290,12 @@ def calibrate(quick: bool = False,              # 2 and 4 ranks, fewer sizes and
     ops = ("all_reduce", "all_to_all", "send_recv", "handoff") + (() if quick else ("all_gather", "reduce_scatter"))
     for w in worlds if kind == "cpu" or devices >= 2 else ():
         gs = [g for g in (2, 4, 8) if g <= w and w % g == 0]
-        thin = min(1.0, 2 * cores / w) if kind == "cpu" else 1.0   # over two ranks a core: each rank times fewer calls (a
-        r = spawn("supernode_nb.runtime.calibrate:calibration_worker", w, model=m.to_dict(),   # figure is a mean over ranks)
+        thin = min(1.0, 2 * cores / w) if kind == "cpu" else 1.0   # over two ranks a core: each rank times fewer samples (a
+        lthin = min(1.0, cores / w) if kind == "cpu" else 1.0      # figure is a mean over ranks); the links' and penalty's
+        r = spawn("supernode_nb.runtime.calibrate:calibration_worker", w, model=m.to_dict(),   # calls over one rank a core
                   share_rounds=rounds if kind == "cpu" else 0, share_s=share_s, probe_rounds=rounds, queue_min=max(2, round(rounds * thin)),
                   probe_samples=max(4, round(psamples * thin)), issues=max(24, round(12 * psamples * thin)),
-                  queue_budget_s=qbudget * thin, sizes=sizes, group_sizes=tuple(gs), ops=ops, calls=max(8, round(calls * thin)),
+                  queue_budget_s=qbudget * thin, sizes=sizes, group_sizes=tuple(gs), ops=ops, calls=max(8, round(calls * lthin)),
                   backend=backend, timeout_s=120)[0]
         if kind == "cpu": background[str(w)] = r.get("background_cores", 0.0); r = _to_idle(r, cores, w)
         if r["share"] is not None: shares[str(w)] = r["share"]
