@@ -10,6 +10,7 @@ import pytest
 from supernode_nb.foundation.config import ParallelConfig as P, get_model
 from supernode_nb.cost.profile import MachineProfile, find_profile
 from supernode_nb.runtime.calibrate import calibrate, cli_calibrate
+from supernode_nb.runtime.probes import comm_cpu
 from supernode_nb.runtime.accuracy import local_check, predict
 from supernode_nb.cost.steptime import collectives_per_step
 from supernode_nb.runtime.launch import spawn
@@ -107,6 +108,9 @@ def test_calibration_is_measured_and_saved(prof, tmp_path, capsys):
     assert min(w2["measured_s"]) > 0 and w2["priced_s"] > 0
     assert prof.waits["2"] == round(min(3.0, max(0.5, w2["measured_s"][0] / w2["priced_s"])), 3)   # one run (quick): its ratio
     assert 0.01 < prof.skew_phase_s["2"] < 0.2    # the compute phase the sync wait was measured after, as it ran (20 ms asked)
+    coll = [r for r in prof.detail["link_rows"] if r["op"] != "handoff"]              # each collective's CPU while it ran,
+    assert coll and all("cpu" in r for r in coll)                                        # pooled by time into the world's figure
+    assert set(prof.comm_cpu) == {"2"} and abs(prof.comm_cpu["2"] - comm_cpu(coll)) < 1e-3
     assert cli_calibrate(["--quick", "--worlds", "2", "--name", "saved", "--archive", str(tmp_path / "a.sqlite"), "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["saved"] and find_profile("local", path=tmp_path / "a.sqlite").name == "saved"

@@ -51,6 +51,7 @@ class MachineProfile:
                                    # activations of its tokens); 0: unmeasured, `op_s` holds it at the calibration's one sequence
     issue_s: dict = field(default_factory=dict)    # "ranks×ring" -> seconds to issue one of ring attention's async shifts
     ring_op_s: float = 0.0         # seconds per operator of ring attention (small blocks, not recorded for autograd); 0: as `op_s`
+    comm_cpu: dict = field(default_factory=dict)   # str(ranks on the host) -> the CPU a rank's collective takes while it runs, over a computing rank's
 
     def to_dict(self) -> dict: return asdict(self)
     @classmethod
@@ -75,17 +76,27 @@ def share(self: MachineProfile, ranks_per_host: int = 1,   # ranks running on th
 def contended(self: MachineProfile, lockstep: int,   # ranks that compute together (a tp × cp × ep group; all of them without one)
               ranks_per_host: int,                     # ranks on the host
               busy_s: float,                           # a rank's compute and own work, priced with all ranks busy
-              waiting_s: float) -> float:              # its step beside that: collectives, bubble
+              waiting_s: float,                        # its step beside that: collectives, bubble
+              comm_s: float = 0.0) -> float:           # the part of `waiting_s` in collectives (the rest: idle waits)
     "Factor on compute priced with every rank busy when only a group of `lockstep` ranks computes together and the others"
     "wait in collectives a share of the step: the ranks busy at once are lockstep + (others) × their busy share u, and a"
-    "rank gets the share of a core that many ranks get (1/share interpolated between whole counts)."
+    "rank gets the share of a core that many ranks get (1/share interpolated between whole counts). A collective keeps"
+    "`comm_busy` of a core busy while it runs, so its time counts that much towards u."
     n, L = int(ranks_per_host), max(int(lockstep), 1)
     if n <= L: return 1.0
     sn, sL = self.share(n), self.share(L)
-    u = busy_s * sn / sL / max(busy_s * sn / sL + waiting_s, 1e-12)   # busy share of the step with the group's cores alone
+    b = busy_s * sn / sL
+    u = (b + self.comm_busy(n) * min(comm_s, waiting_s)) / max(b + waiting_s, 1e-12)   # busy share of the step, the group's cores alone
     x = L + (n - L) * u; lo = int(x); hi = min(lo + 1, n)
     inv = (hi - x) / self.share(lo) + (x - lo) / self.share(hi) if hi > lo else 1 / self.share(lo)
     return sn * inv
+
+@patch
+def comm_busy(self: MachineProfile, ranks_per_host: int) -> float:
+    "The CPU a rank's collective takes while it runs (gloo's threads, the kernel's loopback copies) over what a computing"
+    "rank takes, measured per world (`comm_cpu`; the nearest world); 0 unmeasured. A rank waiting for its peer takes none."
+    if not self.comm_cpu: return 0.0
+    return float(self.comm_cpu[min(self.comm_cpu, key=lambda s: abs(int(s) - int(ranks_per_host)))])
 
 def left_by(cores: int,          # cores on the host
             background: float,  # cores other processes keep busy

@@ -15,7 +15,7 @@ from ..foundation.core import Parser, emit
 from ..foundation.config import ModelSpec, get_model
 from ..foundation.topology import get_topology
 from ..cost.profile import MachineProfile, left_by
-from .probes import _fwd_bwd, bench_links, contention_worker, fit_latency, fit_link, interference_worker, ring_op_s
+from .probes import _fwd_bwd, bench_links, comm_cpu, contention_worker, fit_latency, fit_link, interference_worker, ring_op_s
 
 # %% auto #0
 __all__ = ['TOKEN_BATCH', 'WAIT_PROBES', 'count_ops', 'op_counts', 'matmul_tflops', 'copy_GBps', 'model_shapes', 'probe_s',
@@ -284,7 +284,7 @@ def calibrate(quick: bool = False,              # 2 and 4 ranks, fewer sizes and
     phases = {"one process": round(time.monotonic() - t0, 1)}
     devices = cores if kind == "cpu" else (torch.cuda.device_count() if kind == "cuda" else torch.npu.device_count())
     backend = {"cpu": "gloo", "cuda": "nccl", "npu": "hccl"}[kind]
-    shares, links, rows, penalty, overlap, queue, alone, in_rank, skew, background, assumed, phase, issue = {}, {}, [], {}, {}, {}, {}, {}, {}, {}, [], {}, {}
+    shares, links, rows, penalty, overlap, queue, alone, in_rank, skew, background, assumed, phase, issue, cpu = {}, {}, [], {}, {}, {}, {}, {}, {}, {}, [], {}, {}, {}
     sizes = (4 << 10, 1 << 20) if quick else (4 << 10, 64 << 10, 1 << 20)   # quick: the ends; 256 KB often hid the bandwidth
     preset_bw = get_topology("local").levels[0].bandwidth_GBps if kind == "cpu" else None   # where sizes hide the bandwidth
     ops = ("all_reduce", "all_to_all", "send_recv", "handoff") + (() if quick else ("all_gather", "reduce_scatter"))
@@ -300,12 +300,12 @@ def calibrate(quick: bool = False,              # 2 and 4 ranks, fewer sizes and
         if kind == "cpu": background[str(w)] = r.get("background_cores", 0.0); r = _to_idle(r, cores, w)
         if r["share"] is not None: shares[str(w)] = r["share"]
         if r.get("fwd_bwd_s"): in_rank[str(w)] = r["fwd_bwd_s"]
-        penalty[str(w)], overlap[str(w)], skew[str(w)], phase[str(w)] = r["penalty_s"], r["overlap"], r["skew"], r["skew_phase_s"]; issue.update(r["issue_s"])
+        penalty[str(w)], overlap[str(w)], skew[str(w)], phase[str(w)] = r["penalty_s"], r["overlap"], r["skew"], r["skew_phase_s"]; issue.update(r["issue_s"]); cpu[str(w)] = round(comm_cpu(r["rows"]), 3)
         queue[str(w)], alone[str(w)] = r["queue"], r["queue_alone"]
         fitted, unmeasured = _fit_rows(w, r["rows"], gs, ops, backend, preset_bw)
         links.update(fitted); assumed += unmeasured; rows += [dict(x, world=w) for x in r["rows"]]
         phases[f"{w} ranks"] = round(time.monotonic() - t0 - sum(phases.values()), 1)
-        say(f"{w} ranks: {background.get(str(w), 0.0):.2f} cores busy elsewhere (divided out), share {shares.get(str(w))}, penalty {1e6 * penalty[str(w)]:.0f} µs per collective, a ring shift's issue {_issue_text(r['issue_s'])}, "
+        say(f"{w} ranks: {background.get(str(w), 0.0):.2f} cores busy elsewhere (divided out), share {shares.get(str(w))}, penalty {1e6 * penalty[str(w)]:.0f} µs per collective, a ring shift's issue {_issue_text(r['issue_s'])}, collectives' CPU {cpu[str(w)]:.2f} of computing's, "
             f"overlap {overlap[str(w)]:.2f}, queued {alone[str(w)]:.2f} alone and {queue[str(w)]:.2f} exposed, skew {skew[str(w)]:.3f} s per s of compute, links {fitted}")
     probes.append(probe_s(m, probe, dev))
     say(f"speed check: {1e3 * probes[0]:.2f} ms at the start, {1e3 * probes[1]:.2f} ms at the end")
@@ -325,7 +325,7 @@ def calibrate(quick: bool = False,              # 2 and 4 ranks, fewer sizes and
                           penalty, overlap, queue, alone, skew, round(os.getloadavg()[0], 2),
                           dict(proc["detail"], model=m.name, link_rows=rows, bandwidth_assumed=assumed, background_cores=background, probe_s=statistics.median(probes), probes_s=probes, seconds=round(time.monotonic() - t0, 1), phase_s=phases,
                                threads_per_rank=1, backend=backend), backend=backend, skew_phase_s=phase,
-                          op_token_s=proc["op_token_s"], issue_s=issue, ring_op_s=proc["ring_op_s"])
+                          op_token_s=proc["op_token_s"], issue_s=issue, ring_op_s=proc["ring_op_s"], comm_cpu=cpu)
     if kind == "cpu":                                     # blocking waits in a real step over their price from the fits
         probed = [w for w in worlds if w in WAIT_PROBES][:1 if quick else None]   # quick: the smallest
         sw = _supervised_waits(m, prof, probed, **(dict(runs=1, steps=4, skip=1) if quick else {}))
@@ -349,7 +349,7 @@ def _profile_text(p: MachineProfile, where: str) -> str:
     return "\n".join([f"profile {p.name!r} ({p.kind}, {p.devices} {'cores' if p.kind == 'cpu' else 'devices'}, host {p.host}) — {where}",
                       f"  matmul {', '.join(f'{k} {v * 1e3:.1f} GFLOP/s' for k, v in p.matmul_tflops.items())} per rank; "
                       f"{p.op_s * 1e6:.1f} µs per operator + {p.op_token_s * 1e9:.1f} ns per token it carries (ring attention's {p.ring_op_s * 1e6:.1f} µs); copy {p.memory_GBps:.1f} GB/s; a supervised rank's step {p.step_s * 1e3:.2f} ms beyond them",
-                      f"  share of a core: {_per_world(p.shares)}",
+                      f"  share of a core: {_per_world(p.shares)}; a collective's CPU while it runs, over computing's: {_per_world(p.comm_cpu)}",
                       f"  links: {links or 'not measured'}", *_async_text(p), *_waits_text(p), f"  EP imbalance {p.ep_imbalance:.2f}; load {p.load_avg}; {p.detail.get('seconds')} s" + _bg_text(p)]
                      + _probe_text(p))
 

@@ -14,8 +14,8 @@ from ..cost.commbw import BACKEND_ALGORITHMS, COLLECTIVES, coefficients
 from ..cost.commcost import collective_time
 
 # %% auto #0
-__all__ = ['contention_worker', 'interference_worker', 'bench_links', 'fit_link', 'fit_latency', 'summarise', 'settle', 'measure',
-           'ring_op_s']
+__all__ = ['contention_worker', 'interference_worker', 'bench_links', 'comm_cpu', 'fit_link', 'fit_latency', 'summarise',
+           'settle', 'measure', 'ring_op_s']
 
 # %% ../../nbs/40_runtime/45_probes.ipynb #1619f3ae
 def _fwd_bwd(model: ModelSpec, seed: int = 0, device: str = "cpu", batch: int = 1):
@@ -176,7 +176,9 @@ def _handoff(c, x, work, ts, ws):
 def bench_links(rank: int, world_size: int, sizes=(4 << 10, 64 << 10, 1 << 20), group_sizes=(2,),
                 ops=("all_reduce", "all_to_all", "send_recv", "handoff"), calls: int = 30,
                 model: dict | None = None):   # whose layer forward is the work between collectives (None: tiny-gpt)
-    "Worker: per group size × op × size, the mean time of collectives issued as training issues them; rows (rank 0)."
+    "Worker: per group size × op × size, the mean time of collectives issued as training issues them, and (`cpu`) the CPU"
+    "the process took during them (gloo's threads and the kernel's copies) per second, over what it took per second of the"
+    "work between them; rows (rank 0)."
     import torch.distributed as dist
     from supernode_nb.comm.collectives import Comm
     torch.set_num_threads(1)
@@ -193,13 +195,16 @@ def bench_links(rank: int, world_size: int, sizes=(4 << 10, 64 << 10, 1 << 20), 
         coll, got = [op for op in ops if op != "handoff"], {}
         for nbytes in sizes:     # one size's collectives alternate call by call: a slow phase of the host falls on all of
             xs = {op: torch.ones(max(g, nbytes // 4 // g * g)) for op in coll}   # them alike, and the differences between
-            ts = {op: [] for op in coll}                                         # ops (rounds vs cost per call) survive it
+            ts, cs, wk = {op: [] for op in coll}, {op: 0.0 for op in coll}, [0.0, 0.0]   # ops (rounds vs cost per call) survive it
             dist.barrier()
             for op in coll: _collective(c, op, xs[op].clone())                  # warm-up (also builds gloo's pairs)
             for _ in range(calls):
                 for op in coll:
-                    work(); t0 = time.perf_counter(); _collective(c, op, xs[op]); ts[op].append(time.perf_counter() - t0)
-            got.update({(op, nbytes): (xs[op].numel(), [statistics.mean(ts[op])]) for op in coll})
+                    w0, c0 = time.perf_counter(), time.process_time(); work(); t0, c1 = time.perf_counter(), time.process_time()
+                    _collective(c, op, xs[op]); ts[op].append(time.perf_counter() - t0); cs[op] += time.process_time() - c1
+                    wk[0] += t0 - w0; wk[1] += c1 - c0
+            busy = max(wk[1] / max(wk[0], 1e-9), 1e-3)   # CPU seconds per second of work: what a computing rank gets here
+            got.update({(op, nbytes): (xs[op].numel(), [statistics.mean(ts[op]), cs[op] / max(sum(ts[op]), 1e-9) / busy]) for op in coll})
             if "handoff" in ops and g == 2:
                 x, ts, ws = torch.ones(max(g, nbytes // 4 // g * g)), [], []
                 dist.barrier(); _handoff(c, x, work, ts, ws); ts.clear(); ws.clear()
@@ -214,8 +219,14 @@ def bench_links(rank: int, world_size: int, sizes=(4 << 10, 64 << 10, 1 << 20), 
                 t = torch.tensor(t); dist.all_reduce(t)
                 t = (t[0:1] - t[1:2]) / world_size if op == "handoff" else t / world_size
                 S = numel * 4 * (g if op == "all_gather" else 1)
-                rows.append({"op": op, "bytes": S, "group_size": g, "time_s": t.item()})
+                rows.append({"op": op, "bytes": S, "group_size": g, "time_s": t[0].item()} | ({} if op == "handoff" else {"cpu": t[1].item()}))
     return rows if rank == 0 else None
+
+def comm_cpu(rows) -> float:
+    "What a world's collectives keep busy while they run over what computing takes: `bench_links`' rows' `cpu` weighted by"
+    "their time, clipped to [0, 1]; 0 for rows without it (hand-offs, rows from before it was measured)."
+    r = [x for x in rows if "cpu" in x]
+    return min(1.0, max(0.0, sum(x["cpu"] * x["time_s"] for x in r) / max(sum(x["time_s"] for x in r), 1e-12))) if r else 0.0
 
 # %% ../../nbs/40_runtime/45_probes.ipynb #fd45d85c
 def _algo(op, S, n, bw, lat): return collective_time(op, S, n, bw, lat)[1]
