@@ -189,6 +189,10 @@ def _gib(b) -> str:
         if abs(b) >= k: return f"{b / k:.1f} {unit}"
     return f"{b:.0f} B"
 
+def _flops(tf) -> str:
+    "A rate in TFLOP/s, or GFLOP/s below one (a CPU rank's read 0.0 TFLOP/s)."
+    return f"{tf:.1f} TFLOP/s" if abs(tf) >= 1 else f"{tf * 1e3:.3g} GFLOP/s"
+
 def _advice(model, cfg, topo, est, eff, dp_overlap, mem_fraction, allow_uneven, **kw) -> list[str]:
     big = max(est.memory_breakdown, key=est.memory_breakdown.get)
     out = [f"out of memory: {_gib(est.memory_per_device_bytes)} > {_gib(est.memory_limit_bytes)} per device; biggest: {big} ({_gib(est.memory_breakdown[big])})"]
@@ -263,8 +267,8 @@ def _estimate_text(e: Estimate) -> str:
     b = e.breakdown
     comm = ", ".join(f"{a} {v:.3g}s" for a, v in b["comm_s"].items() if v > 0) or "none"
     lines = [f"{e.model} on {e.devices} × {e.topology}: step {e.step_time_s:.3g} s, {e.tokens_per_s:,.0f} tokens/s, "
-             f"{e.tflops_per_device:.1f} TFLOP/s per device (model FLOPs), MFU {100 * e.mfu:.1f} %, HFU {100 * e.hfu:.1f} % " +
-             (f"(fp8 linears, MFU against the bf16 peak {e.peak_tflops:g})" if e.dtype == "fp8" else f"({e.dtype}, peak {e.peak_tflops:g})"),
+             f"{_flops(e.tflops_per_device)} per device (model FLOPs), MFU {100 * e.mfu:.1f} %, HFU {100 * e.hfu:.1f} % " +
+             (f"(fp8 linears, MFU against the bf16 peak {_flops(e.peak_tflops)})" if e.dtype == "fp8" else f"({e.dtype}, peak {_flops(e.peak_tflops)})"),
              f"  compute {b['compute_s']:.3g}s | comm {comm} | bubble {b['bubble_s']:.3g}s | other {b['other_s']:.3g}s",
              f"  memory {_gib(e.memory_per_device_bytes)} of {_gib(e.memory_limit_bytes)}: " +
              ", ".join(f"{k} {_gib(v)}" for k, v in e.memory_breakdown.items()) + (" — OUT OF MEMORY" if e.oom else ""),
