@@ -101,8 +101,8 @@ def _rank_world():
 def _dist_on() -> bool: return dist.is_available() and dist.is_initialized()
 
 def _dcp_mod():
-    "torch.distributed.checkpoint, imported at first use: it loads DTensor's operators (0.9 s here), which every rank start"
-    "and the launcher's forkserver would otherwise pay for runs that never checkpoint."
+    "torch.distributed.checkpoint, imported at first use: it loads DTensor's operators (0.9 s here), which every process"
+    "importing the runner (a CLI command, a notebook) would otherwise pay for runs that never checkpoint."
     import torch.distributed.checkpoint as dcp
     return dcp
 
