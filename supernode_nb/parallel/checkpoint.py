@@ -13,6 +13,8 @@ from typing import Any, Iterable, Sequence
 import torch
 import torch.nn as nn
 import torch.distributed as dist
+import torch.distributed.checkpoint as dcp
+from torch.distributed.checkpoint import FileSystemReader, FileSystemWriter
 from ..foundation.config import ModelSpec, ParallelConfig
 from .pieces import (CheckpointError, index_map, runs_of, expand_runs, piece_key, full_shapes,
                                           holdings, _is_zero, _sharded, _zero_parts, _pieces)
@@ -100,15 +102,9 @@ def _rank_world():
 
 def _dist_on() -> bool: return dist.is_available() and dist.is_initialized()
 
-def _dcp_mod():
-    "torch.distributed.checkpoint, imported at first use: it loads DTensor's operators (0.9 s here), which every process"
-    "importing the runner (a CLI command, a notebook) would otherwise pay for runs that never checkpoint."
-    import torch.distributed.checkpoint as dcp
-    return dcp
-
-def _dcp(op: str, sd, **kw):
-    "dcp.save / dcp.load (`op`) over the default group, or in this process alone when there is none (without DCP's warning)."
-    import warnings; fn = getattr(_dcp_mod(), op)
+def _dcp(fn, sd, **kw):
+    "dcp.save / dcp.load over the default group, or in this process alone when there is none (without DCP's warning)."
+    import warnings
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*assuming the intent is to")
         return fn(sd, no_dist=not _dist_on(), **kw)
@@ -148,7 +144,7 @@ def save(directory, step: int, model, optimizer=None, *, spec: ModelSpec, config
     if err: raise CheckpointError(err)
     sd, info = _pieces(holdings(model), full_shapes(spec), optimizer)
     if rng: sd[f"rng/{rank}"] = torch.get_rng_state()
-    _dcp("save", sd, storage_writer=_dcp_mod().FileSystemWriter(str(tmp), single_file_per_rank=True, thread_count=1, sync_files=True))
+    _dcp(dcp.save, sd, storage_writer=FileSystemWriter(str(tmp), single_file_per_rank=True, thread_count=1, sync_files=True))
     _barrier(); _fault("written", step)
     info = _union(info)                                   # every rank's tensors: pipeline stages hold different ones
     if rank == 0:
@@ -211,11 +207,11 @@ def load(directory, model, optimizer=None, *, spec: ModelSpec, config: ParallelC
     named = holdings(model)
     missing = [f for f, _ in named if f not in m["tensors"]]
     if missing: raise CheckpointError(f"{path} has no tensor(s) {', '.join(missing[:5])}{' …' if len(missing) > 5 else ''}")
-    md = _dcp_mod().FileSystemReader(path).read_metadata().state_dict_metadata
+    md = FileSystemReader(path).read_metadata().state_dict_metadata
     want = {f: index_map(p, shapes[f]).reshape(-1) for f, p in named}
     cand = _needed_runs(md, want)
     runs = {f"runs/{k}": torch.empty(tuple(md[f"runs/{k}"].size), dtype=torch.int64) for ks in cand.values() for k in ks}
-    _dcp("load", runs, storage_reader=_dcp_mod().FileSystemReader(path))
+    _dcp(dcp.load, runs, storage_reader=FileSystemReader(path))
     # the pieces overlapping what this rank needs (by index range, then exactly)
     use: dict[str, dict[str, torch.Tensor]] = {}
     for f, ks in cand.items():
@@ -237,7 +233,7 @@ def load(directory, model, optimizer=None, *, spec: ModelSpec, config: ParallelC
         all(m["layout"].get(a) == getattr(config, a) for a in ("tp", "pp", "dp", "ep", "cp", "order", "virtual_stages"))
     do_rng = rng and same and m.get("rng") and f"rng/{rank}" in md
     if do_rng: vals[f"rng/{rank}"] = torch.empty(tuple(md[f"rng/{rank}"].size), dtype=torch.uint8)
-    _dcp("load", vals, storage_reader=_dcp_mod().FileSystemReader(path))
+    _dcp(dcp.load, vals, storage_reader=FileSystemReader(path))
     new = _restore_values(named, want, use, vals, shapes, optimizer, opt_names, scal_names)
     _apply(named, new, optimizer, m)
     if do_rng: torch.set_rng_state(vals[f"rng/{rank}"])
