@@ -91,12 +91,16 @@ def contended(self: MachineProfile, lockstep: int,   # ranks that compute togeth
     inv = (hi - x) / self.share(lo) + (x - lo) / self.share(hi) if hi > lo else 1 / self.share(lo)
     return sn * inv
 
+def _nearest(d: dict, n: int, default: float) -> float:
+    "The value of the key nearest to `n` in a str(int)-keyed dict (`default` when empty)."
+    if not d: return default
+    return float(d[min(d, key=lambda k: abs(int(k) - int(n)))])
+
 @patch
 def comm_busy(self: MachineProfile, ranks_per_host: int) -> float:
     "The CPU a rank's collective takes while it runs (gloo's threads, the kernel's loopback copies) over what a computing"
     "rank takes, measured per world (`comm_cpu`; the nearest world); 0 unmeasured. A rank waiting for its peer takes none."
-    if not self.comm_cpu: return 0.0
-    return float(self.comm_cpu[min(self.comm_cpu, key=lambda s: abs(int(s) - int(ranks_per_host)))])
+    return _nearest(self.comm_cpu, ranks_per_host, 0.0)
 
 def left_by(cores: int,          # cores on the host
             background: float,  # cores other processes keep busy
@@ -197,11 +201,6 @@ def recompute_s(self: MachineProfile, regions: float,           # checkpointed r
                  ranks_per_host: int = 1) -> float:
     "Seconds activation recompute adds beyond its FLOPs: `regions` × `region_s` + `ops` × `recompute_op_s`."
     return (regions * self.region_s + ops * self.recompute_op_s) / self.share(ranks_per_host)
-
-def _nearest(d: dict, n: int, default: float) -> float:
-    "The value of the key nearest to `n` in a str(int)-keyed dict (`default` when empty)."
-    if not d: return default
-    return float(d[min(d, key=lambda k: abs(int(k) - int(n)))])
 
 @patch
 def penalty(self: MachineProfile, ranks_per_host: int = 1) -> float:

@@ -371,7 +371,8 @@ def _costs(model: ModelSpec, C: dict, topo: Topology, links: dict, efficiency, d
         n_b = _n_buckets(mem["Pd"], C.get("rw", w), o["bucket"]) + np.where(mem["Pe"] > 0, _n_buckets(mem["Pe"], C.get("rw", w), o["bucket"]), 0)
         penalty = penalty + ddp * _vec(lambda n, r: profile.compute_s(0.0, ranks_per_host=int(r), n_ops=int(n)))(n_t + 2 * n_b, rph)
         other = other + ddp * _vec(lambda n, r: profile.optimizer_s(0.0, n_ops=int(n), ranks_per_host=int(r)))(3 * n_t, rph)
-        k = _vec(lambda L, r, b, x, c: profile.contended(int(L), int(r), b, x, c))(np.where(g > 1, g, rph), rph, m * t["t_mb"] + penalty + other, sum(comm.values()) + bubble, sum(comm.values()))
+        cs = sum(comm.values())   # collectives: waiting, and (comm_busy of it) busy
+        k = _vec(lambda L, r, b, x, c: profile.contended(int(L), int(r), b, x, c))(np.where(g > 1, g, rph), rph, m * t["t_mb"] + penalty + other, cs + bubble, cs)
         one = (pp > 1) & (m == 1)   # one micro-batch: the stages compute one after another, so one stage's ranks share the cores
         if np.any(one): k = np.where(one, _vec(lambda r, s: profile.share(int(r)) / profile.share(int(s)))(rph, np.maximum(rph // pp, 1)), k)
         t, penalty = dict(t, t_mb=t["t_mb"] * k), penalty * k; bubble = bub(t)   # and a tp·cp·ep group's compute at the ranks busy at once
