@@ -57,7 +57,7 @@ def test_run_json_matches_single_process():
             assert min(r["data_s"], r["bubble_s"], r["other_s"], *r["comm_s"].values()) >= 0 and r["compute_s"] > 0   # nothing counted twice
     stage1 = [r for r in res["steps"][1]["ranks"] if r["coords"]["pp"] == 1]
     assert all(r["bubble_s"] > 0 for r in stage1)                        # the last stage waits for the first
-    ref = _reference(global_batch_size=8)                                # the CLI default (runner.DEFAULT_GLOBAL_BATCH)
+    ref = _reference(global_batch_size=8)                                # the CLI default (config.DEFAULT_GLOBAL_BATCH)
     assert all(abs(a - b) <= 1e-4 * abs(b) for a, b in zip(res["losses"], ref)), (res["losses"], ref)
 
 

@@ -12,9 +12,10 @@ import argparse
 from .core import AXES, DEFAULT_ORDER, Parser, UsageError, emit
 
 # %% auto #0
-__all__ = ['MODEL_PRESETS', 'SCHEDULES', 'RECOMPUTE', 'DTYPES', 'REDUCE_DTYPES', 'MODEL_SWITCHES', 'ModelSpec', 'num_params',
-           'get_model', 'ParallelConfig', 'ConfigError', 'check', 'validate', 'add_parallel_args', 'config_from_args',
-           'add_model_args', 'model_from_args', 'cli_validate']
+__all__ = ['MODEL_PRESETS', 'SCHEDULES', 'RECOMPUTE', 'DTYPES', 'REDUCE_DTYPES', 'MODEL_SWITCHES', 'DEFAULT_GLOBAL_BATCH',
+           'ModelSpec', 'num_params', 'get_model', 'ParallelConfig', 'ConfigError', 'check', 'validate',
+           'add_parallel_args', 'config_from_args', 'add_model_args', 'model_from_args', 'resolve_batch',
+           'cli_validate']
 
 # %% ../../nbs/00_foundation/01_config.ipynb #69602463
 @dataclass(frozen=True)
@@ -203,6 +204,20 @@ def _check_order(order: str) -> list[str]:
     if miss: errs.append(f"order {order!r}: missing axis/axes {', '.join(miss)} (every axis must appear once)")
     return errs
 
+# %% ../../nbs/00_foundation/01_config.ipynb #3f3691f2
+def _batch_errors(cfg: ParallelConfig) -> list[str]:
+    "What the global batch breaks: whole micro-batches per data-parallel replica, as many as the schedule needs."
+    mbs, dp, pp, e = cfg.micro_batch_size, cfg.dp, cfg.pp, []
+    if mbs < 1 or dp < 1 or pp < 1 or cfg.gbs < 1: return e  # `check` names those
+    if cfg.gbs % (mbs * dp):
+        return [f"global_batch_size={cfg.gbs} not divisible by micro_batch_size({mbs}) × dp({dp}) = {mbs * dp}"]
+    m = cfg.num_microbatches
+    if cfg.schedule == "1f1b" and pp > 1 and m < pp:
+        e.append(f"1f1b needs micro-batches ({m}) >= pp ({pp}); raise global_batch_size to >= {pp * mbs * dp}")
+    if cfg.schedule == "interleaved" and pp > 1 and m % pp:
+        e.append(f"interleaved needs micro-batches ({m}) to be a multiple of pp ({pp})")
+    return e
+
 # %% ../../nbs/00_foundation/01_config.ipynb #e93a1faf
 def check(model: ModelSpec, cfg: ParallelConfig, world_size: int | None = None) -> list[str]:
     "Every constraint `cfg` breaks for `model` (and `world_size` when given), each with its numbers."
@@ -267,16 +282,7 @@ def check(model: ModelSpec, cfg: ParallelConfig, world_size: int | None = None) 
         if ep > 1: e.append(f"ep={ep} needs an MoE model (model {model.name!r} has experts=0)")
         if model.top_k: e.append(f"top_k={model.top_k} set on a dense model (experts=0)")
     if model.experts < 0: e.append(f"experts={model.experts} must be >= 0")
-    mbs = cfg.micro_batch_size
-    if mbs >= 1 and cfg.gbs >= 1:
-        if cfg.gbs % (mbs * dp):
-            e.append(f"global_batch_size={cfg.gbs} not divisible by micro_batch_size({mbs}) × dp({dp}) = {mbs * dp}")
-        else:
-            m = cfg.num_microbatches
-            if cfg.schedule == "1f1b" and pp > 1 and m < pp:
-                e.append(f"1f1b needs micro-batches ({m}) >= pp ({pp}); raise global_batch_size to >= {pp * mbs * dp}")
-            if cfg.schedule == "interleaved" and pp > 1 and m % pp:
-                e.append(f"interleaved needs micro-batches ({m}) to be a multiple of pp ({pp})")
+    e += _batch_errors(cfg)
     if model.seq_len % cp: e.append(f"seq_len={model.seq_len} not divisible by cp={cp}")
     if cfg.sequence_parallel and tp == 1: e.append("sequence_parallel needs tp > 1 (got tp=1)")
     if cfg.sequence_parallel and model.seq_len % (tp * cp):
@@ -297,6 +303,7 @@ def add_parallel_args(p: Parser, world: bool = False):
     p.add_argument("--sequence-parallel", action="store_true")
     p.add_argument("--micro-batch", type=int, default=1, help="micro-batch size")
     p.add_argument("--global-batch", type=int, default=None, help="global batch size (sequences)")
+    p.add_argument("--micro-batches", type=int, default=None, help="micro-batches per step per pipeline (the global batch: this × micro-batch × dp)")
     p.add_argument("--schedule", choices=SCHEDULES, default="1f1b")
     p.add_argument("--virtual-stages", type=int, default=1)
     p.add_argument("--zero", type=int, default=0)
@@ -307,11 +314,12 @@ def add_parallel_args(p: Parser, world: bool = False):
     if world: p.add_argument("--world", type=int, default=None, help="world size (default: the product of degrees)")
 
 def config_from_args(a) -> ParallelConfig:
-    "The `ParallelConfig` named by parsed flags of `add_parallel_args`."
-    return ParallelConfig(dp=a.dp, tp=a.tp, pp=a.pp, ep=a.ep, cp=a.cp, sequence_parallel=a.sequence_parallel,
+    "The `ParallelConfig` named by parsed flags of `add_parallel_args`, its global batch settled by `resolve_batch`."
+    return resolve_batch(ParallelConfig(dp=a.dp, tp=a.tp, pp=a.pp, ep=a.ep, cp=a.cp, sequence_parallel=a.sequence_parallel,
                           micro_batch_size=a.micro_batch, global_batch_size=a.global_batch, schedule=a.schedule,
                           virtual_stages=a.virtual_stages, zero=a.zero, recompute=a.recompute, order=a.order,
-                          dtype=getattr(a, "dtype", "fp32"), reduce_dtype=getattr(a, "reduce_dtype", "fp32"))
+                          dtype=getattr(a, "dtype", "fp32"), reduce_dtype=getattr(a, "reduce_dtype", "fp32")),
+                         getattr(a, "micro_batches", None))
 
 MODEL_SWITCHES = {"gated-mlp": "SwiGLU-style MLP with three matrices (Llama, Mixtral)",
                   "bias": "biases in the linear layers and norms (GPT-3)",
@@ -348,6 +356,26 @@ def model_from_args(a, default: str = "tiny-gpt") -> ModelSpec:
     kw.update({k.replace("-", "_"): v for k in MODEL_SWITCHES if (v := getattr(a, k.replace("-", "_"), None)) is not None})
     if "hidden" in kw and "ffn_hidden" not in kw and not a.model: kw["ffn_hidden"] = 4 * kw["hidden"]
     return replace(base, name=base.name if not kw else (a.model or "custom"), **kw) if kw else base
+
+# %% ../../nbs/00_foundation/01_config.ipynb #986deed2
+DEFAULT_GLOBAL_BATCH = 8   # sequences per step when the flags name neither a global batch nor micro-batches
+
+def resolve_batch(cfg: ParallelConfig,               # as the flags name it
+                  micro_batches: int | None = None   # `--micro-batches`: per step and pipeline
+                 ) -> ParallelConfig:
+    "`cfg` with the global batch every command settles on for the same flags: as given; else `micro_batches` × micro-batch"
+    "× dp; else `DEFAULT_GLOBAL_BATCH` sequences where they split into micro-batches the schedule accepts (so that"
+    "`estimate` prices the step `run` runs, and `--world 1` is the reference of any run); else one micro-batch a stage."
+    per = cfg.micro_batch_size * cfg.dp
+    if micro_batches is not None:
+        if micro_batches < 1: raise ConfigError([f"micro-batches={micro_batches} must be >= 1"])
+        if cfg.global_batch_size is not None and cfg.global_batch_size != micro_batches * per:
+            raise ConfigError([f"global_batch_size={cfg.global_batch_size} ≠ micro-batches({micro_batches}) × micro_batch_size"
+                               f"({cfg.micro_batch_size}) × dp({cfg.dp}) = {micro_batches * per}: give one of the two"])
+        return cfg.replace(global_batch_size=micro_batches * per)
+    if cfg.global_batch_size is not None or per < 1 or cfg.pp < 1: return cfg
+    c = cfg.replace(global_batch_size=DEFAULT_GLOBAL_BATCH)
+    return cfg if _batch_errors(c) else c
 
 # %% ../../nbs/00_foundation/01_config.ipynb #c10efd11
 def cli_validate(argv: list[str]) -> int:

@@ -12,7 +12,7 @@ from typing import Any
 from fastcore.basics import patch
 from ..foundation.core import Parser, UsageError, emit
 from ..foundation.config import (ModelSpec, ParallelConfig, MODEL_PRESETS, MODEL_SWITCHES, add_model_args, add_parallel_args,
-                                           config_from_args, model_from_args)
+                                           config_from_args, model_from_args, resolve_batch)
 from ..foundation.store import Archive, ArchiveError, RunRecord, default_path, plain, _iso
 
 # %% auto #0
@@ -97,10 +97,12 @@ def _flags(model: ModelSpec, cfg: ParallelConfig) -> list[str]:
         out += [f"--{'' if getattr(model, k.replace('-', '_')) else 'no-'}{k}" for k in MODEL_SWITCHES]
     for ax in ("tp", "pp", "dp", "ep", "cp"):
         if getattr(cfg, ax) != 1: out += [f"--{ax}", str(getattr(cfg, ax))]
+    bare = resolve_batch(cfg.replace(global_batch_size=None)).gbs      # the batch the flags give without --global-batch
     for name, flag in (("order", "--order"), ("micro_batch_size", "--micro-batch"), ("global_batch_size", "--global-batch"),
                        ("schedule", "--schedule"), ("virtual_stages", "--virtual-stages"), ("zero", "--zero"),
                        ("recompute", "--recompute")):
-        if getattr(cfg, name) != getattr(d, name): out += [flag, str(getattr(cfg, name))]
+        if name == "global_batch_size": out += [flag, str(cfg.gbs)] if cfg.gbs != bare else []
+        elif getattr(cfg, name) != getattr(d, name): out += [flag, str(getattr(cfg, name))]
     if cfg.sequence_parallel: out.append("--sequence-parallel")
     return out
 
@@ -115,7 +117,8 @@ def argv_of(self: Archive, id: int) -> list[str]:
     m2, c2 = model_from_args(a), config_from_args(a)
     diff = [f"{f.name}={getattr(model, f.name)!r} (flags give {getattr(m2, f.name)!r})" for f in fields(ModelSpec)
             if f.name != "name" and getattr(model, f.name) != getattr(m2, f.name)]
-    diff += [f"{f.name}={getattr(cfg, f.name)!r}" for f in fields(ParallelConfig) if getattr(cfg, f.name) != getattr(c2, f.name)]
+    same = lambda k: cfg.gbs == c2.gbs if k == "global_batch_size" else getattr(cfg, k) == getattr(c2, k)   # the batch as resolved
+    diff += [f"{f.name}={getattr(cfg, f.name)!r}" for f in fields(ParallelConfig) if not same(f.name)]
     if diff: raise ArchiveError(f"record {id}: model {model.name!r} cannot be rebuilt from run flags: differs in {', '.join(diff)}; "
                                 "use config_of() in Python")
     for k, flag in _RUN_ARGS.items():

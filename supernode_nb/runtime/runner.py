@@ -10,7 +10,7 @@ import json, os, sys, time
 from typing import Any, Callable
 import torch
 from ..foundation.core import Parser
-from ..foundation.config import (ModelSpec, ParallelConfig, ConfigError, add_parallel_args, config_from_args,
+from ..foundation.config import (ModelSpec, ParallelConfig, ConfigError, add_parallel_args, config_from_args, DEFAULT_GLOBAL_BATCH,
                                             add_model_args, model_from_args)
 from ..foundation.layout import RankLayout
 from ..comm.collectives import Comm, CommRecorder
@@ -23,8 +23,7 @@ from .supervise import LocalLauncher
 from .worker import publish as _publish
 
 # %% auto #0
-__all__ = ['DEFAULT_GLOBAL_BATCH', 'train_worker', 'assemble', 'start', 'run', 'step_table', 'rank_means', 'breakdown_figure',
-           'spec_from_argv']
+__all__ = ['train_worker', 'assemble', 'start', 'run', 'step_table', 'rank_means', 'breakdown_figure', 'spec_from_argv']
 
 # %% ../../nbs/40_runtime/44_runner.ipynb #fdbc087b
 def train_worker(rank: int,                         # this process's global rank
@@ -167,7 +166,6 @@ def _parser() -> Parser:
                                                      "print the measured step breakdown.")
     add_model_args(p); add_parallel_args(p, world=True)
     p.add_argument("--steps", type=int, default=20)
-    p.add_argument("--micro-batches", type=int, default=None, help="micro-batches per step per pipeline")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--optimizer", choices=("adamw", "sgd"), default="adamw")
     p.add_argument("--lr", type=float, default=1e-3)
@@ -184,24 +182,14 @@ def _parser() -> Parser:
     add_checkpoint_args(p)
     return p
 
-DEFAULT_GLOBAL_BATCH = 8   # sequences per step when neither --global-batch nor --micro-batches is given
-
 def spec_from_argv(argv: list[str]) -> tuple[RunSpec, dict]:
     "The `RunSpec` named by `supernode-nb run` arguments, and the command's own options (raises UsageError / ConfigError)."
     a = _parser().parse_args(argv)
-    cfg = config_from_args(a)
-    if a.micro_batches is not None:
-        if a.micro_batches < 1: raise ConfigError([f"micro-batches={a.micro_batches} must be >= 1"])
-        if a.global_batch is None: cfg = cfg.replace(global_batch_size=a.micro_batches * cfg.micro_batch_size * cfg.dp)
-    elif a.global_batch is None:
-        # the same global batch whatever the layout, so `--world 1` is the reference of any run with the same seed;
-        # a resumed run keeps the saved run's batch
-        if a.resume:
-            from supernode_nb.parallel.checkpoint import read_manifest
-            try: cfg = cfg.replace(global_batch_size=ParallelConfig(**read_manifest(a.resume)["layout"]).gbs)
-            except Exception: pass                       # checkpoint_spec below reports a bad --resume
-        elif DEFAULT_GLOBAL_BATCH % (cfg.micro_batch_size * max(cfg.dp, 1)) == 0:
-            cfg = cfg.replace(global_batch_size=DEFAULT_GLOBAL_BATCH)
+    cfg = config_from_args(a)                             # the batch as `estimate` reads the same flags (`resolve_batch`)
+    if a.resume and a.global_batch is None and a.micro_batches is None:   # a resumed run keeps the saved run's batch
+        from supernode_nb.parallel.checkpoint import read_manifest
+        try: cfg = cfg.replace(global_batch_size=ParallelConfig(**read_manifest(a.resume)["layout"]).gbs)
+        except Exception: pass                           # checkpoint_spec below reports a bad --resume
     errs = [f"--hang-timeout={a.hang_timeout} must be > 0"] if a.hang_timeout <= 0 else []
     if a.max_restarts < 0: errs.append(f"--max-restarts={a.max_restarts} must be >= 0")
     if a.max_restarts and not a.checkpoint_dir: errs.append("--max-restarts needs --checkpoint-dir (a restart resumes from it)")
