@@ -38,6 +38,7 @@ LAYOUTS: dict[str, tuple[str, ParallelConfig]] = {
     "dp2·tp2":          ("tiny-gpt", _P(dp=2, tp=2, global_batch_size=8)),
     "dp2·pp2":          ("tiny-gpt", _P(dp=2, pp=2, global_batch_size=8)),
     "dp2·tp2·pp2":      ("tiny-gpt", _P(dp=2, tp=2, pp=2, global_batch_size=8)),
+    "cp2·dp2·pp2 zero1": ("tiny-gpt", _P(cp=2, dp=2, pp=2, global_batch_size=8, zero=1)),   # `make demo`'s small run
     "moe 1 rank":       ("tiny-moe", _P(global_batch_size=4)),
     "ep2·dp2 moe":      ("tiny-moe", _P(dp=2, ep=2, global_batch_size=8)),
 }
