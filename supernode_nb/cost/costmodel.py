@@ -269,7 +269,7 @@ def _estimate_text(e: Estimate) -> str:
     mbs = e.config.get("micro_batch_size", 1)
     gbs = e.config.get("global_batch_size") or ParallelConfig(**e.config).gbs
     lines = [f"{e.model} on {e.devices} × {e.topology}, global batch {gbs} ({e.microbatches} micro-batch{'es' if e.microbatches != 1 else ''}"
-             f" of {mbs} a replica): step {e.step_time_s:.3g} s, {e.tokens_per_s:,.0f} tokens/s, "
+             f" of {mbs} per replica): step {e.step_time_s:.3g} s, {e.tokens_per_s:,.0f} tokens/s, "
              f"{_flops(e.tflops_per_device)} per device (model FLOPs), MFU {100 * e.mfu:.1f} %, HFU {100 * e.hfu:.1f} % " +
              (f"(fp8 linears, MFU against the bf16 peak {_flops(e.peak_tflops)})" if e.dtype == "fp8" else f"({e.dtype}, peak {_flops(e.peak_tflops)})"),
              f"  compute {b['compute_s']:.3g}s | comm {comm} | bubble {b['bubble_s']:.3g}s | other {b['other_s']:.3g}s",
