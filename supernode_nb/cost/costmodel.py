@@ -113,7 +113,8 @@ def _resolve_profile(profile, topo: Topology):
         from supernode_nb.cost.profile import find_profile, saved_profiles
         p = find_profile(where, name=None if profile == "auto" else profile)
         if p is None:
-            if profile == "auto": return None, f"none matches {where}: {figures}"
+            if profile == "auto": return None, f"none matches {where}: {figures}" + (" (`supernode-nb calibrate` measures this"
+                                                                                      " machine)" if where.startswith("local") else "")
             have = saved_profiles()
             raise ValueError(f"profile {profile!r} not found in the archive; " + (f"saved: {', '.join(have)}" if have else
                              "it holds none (`supernode-nb calibrate` measures this machine into one)"))
