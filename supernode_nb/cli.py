@@ -85,8 +85,8 @@ def _reader_left() -> int:
     return 141
 
 def entry() -> None:
-    "The `supernode-nb` console script: `main`, then exit without the interpreter's last garbage collection, which walks"
-    "every object torch made (0.8-1 s here; the archive has committed and the streams are flushed by then)."
+    ("The `supernode-nb` console script: `main`, then exit without the interpreter's last garbage collection, which walks "
+    "every object torch made (0.8-1 s here; the archive has committed and the streams are flushed by then).")
     rc = main()
     try: sys.stdout.flush(); sys.stderr.flush()
     except BrokenPipeError: rc = _reader_left()

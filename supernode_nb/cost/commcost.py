@@ -104,8 +104,8 @@ def _group_devices(ranks, placement) -> np.ndarray:
     return np.asarray(placement.devices, dtype=np.int64)[np.asarray(ranks, dtype=np.int64)]
 
 def _outer_index(dev: np.ndarray, topo) -> int:
-    "Index of the slowest level a group of devices crosses. Levels nest (node ⊂ domain ⊂ cluster), so the"
-    "slowest pair always includes the first device: n look-ups, not n²."
+    ("Index of the slowest level a group of devices crosses. Levels nest (node ⊂ domain ⊂ cluster), so the "
+    "slowest pair always includes the first device: n look-ups, not n².")
     return int(topo.level_indices(np.full(len(dev), dev[0]), dev).max())
 
 def _blocks(dev: np.ndarray, topo, inner_idx: int) -> list[np.ndarray]:

@@ -236,10 +236,10 @@ def background_windows(background: float | Sequence[float]) -> list[float]:
 def loaded_estimate(model: ModelSpec, cfg: ParallelConfig, profile,   # a CPU `MachineProfile` (an idle host's)
                     background: float | Sequence[float],   # cores other processes keep busy: one figure, or one per window of a run
                     topology: Topology | str = "local", placement=None) -> Estimate:
-    "The estimate on a CPU host where other processes keep `background` cores busy: one figure, or the figures of a run's"
-    "equal windows (`supervise.HostLoad.windows`). The ranks keep the host's cores busy, so every part of their step —"
-    "compute, collectives, bubbles and their own host work — runs on what the background leaves them (`MachineProfile.loaded`)."
-    "Over windows it is the run's mean step: a window at `T` s a step holds 1/T of the steps, so a burst weighs by the steps it slowed."
+    ("The estimate on a CPU host where other processes keep `background` cores busy: one figure, or the figures of a run's "
+    "equal windows (`supervise.HostLoad.windows`). The ranks keep the host's cores busy, so every part of their step — "
+    "compute, collectives, bubbles and their own host work — runs on what the background leaves them (`MachineProfile.loaded`). "
+    "Over windows it is the run's mean step: a window at `T` s a step holds 1/T of the steps, so a burst weighs by the steps it slowed.")
     bs = background_windows(background)
     if not bs: raise ValueError("loaded_estimate: no background windows")
     idle = estimate(model, cfg, topology, placement, profile=profile)

@@ -26,8 +26,8 @@ def engine_ops(model: ModelSpec,   # the model
                sp=False,           # sequence parallelism
                cp=1                # context-parallel degree (ring attention: cp − 1 steps past the first)
               ) -> dict:
-    "Aten operators this engine dispatches for one micro-batch's forward + backward on a stage (`recompute`: of them re-run"
-    "in backward, in `regions` checkpointed regions), and for its AdamW step."
+    ("Aten operators this engine dispatches for one micro-batch's forward + backward on a stage (`recompute`: of them re-run "
+    "in backward, in `regions` checkpointed regions), and for its AdamW step.")
     E = model.experts / np.asarray(ep) if model.is_moe else 0
     full, sel = np.asarray(rc) == 2, np.asarray(rc) == 1
     k = ENGINE_OPS
@@ -46,8 +46,8 @@ def ring_ops(cp):   # context-parallel degree
     return np.where(ring > 0, ENGINE_OPS["layer_cp"] + ring * ENGINE_OPS["cp_step"], 0)
 
 def ring_shifts(cp, rc=0):   # context-parallel degree; recompute code (1 = selective, 2 = full)
-    "Async K/V shifts one layer's ring attention issues per micro-batch: cp − 1 forward, as many backward, cp of the"
-    "gradients, and the forward's again where recompute re-runs the ring (0 without cp)."
+    ("Async K/V shifts one layer's ring attention issues per micro-batch: cp − 1 forward, as many backward, cp of the "
+    "gradients, and the forward's again where recompute re-runs the ring (0 without cp).")
     cp = np.asarray(cp)
     return np.where(cp > 1, (cp - 1) * (2 + (np.asarray(rc) > 0)) + cp, 0)
 
@@ -70,10 +70,10 @@ def _n_buckets(params, rw, bucket=ENGINE_BUCKET_BYTES):
     return np.maximum(np.ceil(np.asarray(rw) * params / bucket), 1)
 
 def blocking_collectives(model: ModelSpec, C: dict, mem: dict) -> tuple:
-    "(per micro-batch, per step) blocking collectives this engine issues on the slowest (last) stage, as its recorder counts them: tp's 4 per layer"
-    "(+1 re-run under full recompute; an all-gather and a reduce-scatter each under SP, +1 at the loss's end), the embedding's 1 and loss's 3 (2 under"
-    "SP); ep's split sizes and 4 exchanges per layer; cp's ring passes; pp's sends; ZeRO-2's reduce-scatter and ZeRO-3's 2 gathers + 1 per shard (a"
-    "layer's per axis, the root's); per step dp's buckets (ZeRO-1: an RS and a gather per axis; ZeRO-2: a gather per shard), the loss's average, SP's norms, pp's loss broadcast."
+    ("(per micro-batch, per step) blocking collectives this engine issues on the slowest (last) stage, as its recorder counts them: tp's 4 per layer "
+    "(+1 re-run under full recompute; an all-gather and a reduce-scatter each under SP, +1 at the loss's end), the embedding's 1 and loss's 3 (2 under "
+    "SP); ep's split sizes and 4 exchanges per layer; cp's ring passes; pp's sends; ZeRO-2's reduce-scatter and ZeRO-3's 2 gathers + 1 per shard (a "
+    "layer's per axis, the root's); per step dp's buckets (ZeRO-1: an RS and a gather per axis; ZeRO-2: a gather per shard), the loss's average, SP's norms, pp's loss broadcast.")
     tp, ep, cp, pp, v, sp, zero = (C[k] for k in ("tp", "ep", "cp", "pp", "v", "sp", "zero"))
     Ls, full = mem["Ls"], (C["rc"] == 2); pairs = Ls * (4 + full)
     D, E = 1 * (mem["D"] > 1), 1 * ((mem["edp"] > 1) & (mem["Pe"] > 0)); shards = D * (Ls + 1) + E * Ls

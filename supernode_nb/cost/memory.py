@@ -20,8 +20,8 @@ RECOMPUTE_CODE = {"none": 0, "selective": 1, "full": 2}
 DTYPE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 2}   # bytes per weight / activation element; fp8 training keeps them in bf16
 
 def _counts(m: ModelSpec) -> dict:
-    "Parameter counts by place (per layer: dense part, expert part; a leading dense layer of a MoE; embedding, head, final"
-    "norm) and matmul weights per token, averaged over the layers (a MoE's leading dense layers and its MoE layers)."
+    ("Parameter counts by place (per layer: dense part, expert part; a leading dense layer of a MoE; embedding, head, final "
+    "norm) and matmul weights per token, averaged over the layers (a MoE's leading dense layers and its MoE layers).")
     h, f, b = m.hidden, m.ffn_hidden, int(m.bias)
     mats = 3 if m.gated_mlp else 2
     attn = _attn_params(m)
@@ -70,8 +70,8 @@ def activation_bytes_per_layer(model: ModelSpec, micro_batch, tp=1, cp=1, sequen
 # %% ../../nbs/10_cost/15_memory.ipynb #a2e70bac
 def fullest_share(ep,   # expert-parallel ranks
                   n):   # expert assignments one rank dispatches per micro-batch (tokens × top-k)
-    "What the fullest of `ep` ranks receives over the mean when a uniform router spreads `n` assignments: the expected"
-    "largest of `ep` binomial shares (normal approximation; Blom's expected maximum of `ep` normals). 1 without ep."
+    ("What the fullest of `ep` ranks receives over the mean when a uniform router spreads `n` assignments: the expected "
+    "largest of `ep` binomial shares (normal approximation; Blom's expected maximum of `ep` normals). 1 without ep.")
     ep, n = np.asarray(ep, dtype=float), np.maximum(np.asarray(n, dtype=float), 1)
     z = np.vectorize(lambda k: NormalDist().inv_cdf((k - 0.375) / (k + 0.25)) if k > 1 else 0.0, otypes=[float])(ep)
     return 1 + z * np.sqrt(np.maximum(ep - 1, 0) / n)

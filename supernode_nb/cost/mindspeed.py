@@ -128,9 +128,9 @@ def _out_of_sample_abs(chip: str) -> tuple:
 def evidence_band(chip,             # the device an estimate prices: a `Chip` (its `die` counts) or its name
                   moe: bool = False  # the model has experts: quote the MoE rows (`moe_misses`), whatever the device
                  ) -> dict:
-    "The error band an estimate on `chip` quotes: leave-one-out on the fitted table's rows of `chip` (`published.published_band`)"
-    "with Megatron-Bridge's dense rows of it (`mbridge.dense_abs`); else the same die's; else the |error| over MindSpeed-LLM's rows"
-    "on it, out of sample (the Ascend 910B); else all rows, uncalibrated. A MoE model quotes the MoE runs out of sample, on any device."
+    ("The error band an estimate on `chip` quotes: leave-one-out on the fitted table's rows of `chip` (`published.published_band`) "
+    "with Megatron-Bridge's dense rows of it (`mbridge.dense_abs`); else the same die's; else the |error| over MindSpeed-LLM's rows "
+    "on it, out of sample (the Ascend 910B); else all rows, uncalibrated. A MoE model quotes the MoE runs out of sample, on any device.")
     if moe:
         r = moe_misses()
         return _band(tuple(abs(100 * (x - 1)) for x in r.values()), f"MoE: out of sample over {len(r)} published MoE runs, "
@@ -173,8 +173,8 @@ MOE_EVIDENCE = ("Megatron-Bridge 25.11-26.08 on DGX H100, B200 and B300, GB200 a
 
 @functools.lru_cache(maxsize=None)
 def moe_misses() -> dict:
-    "Predicted ÷ published throughput of every published MoE run the model was not fitted on: Megatron-Bridge's (`mbridge`), Megatron-"
-    "Core's Mixtral and DeepSeek-V3's (`published.MOE_RUNS`), and MindSpeed-LLM's (`MINDSPEED_MOE_RUNS`)."
+    ("Predicted ÷ published throughput of every published MoE run the model was not fitted on: Megatron-Bridge's (`mbridge`), Megatron-"
+    "Core's Mixtral and DeepSeek-V3's (`published.MOE_RUNS`), and MindSpeed-LLM's (`MINDSPEED_MOE_RUNS`).")
     from supernode_nb.cost.mbridge import MBRIDGE_RUNS, _fitted   # its rows hold `MOE_RUNS`' Megatron-Bridge ones: counted once
     mb = {(r.topology, r.value) for r in MBRIDGE_RUNS}
     runs = ([r for r in MOE_RUNS if r not in MOE_FIT_RUNS and (r.topology, r.value) not in mb] + MINDSPEED_MOE_RUNS

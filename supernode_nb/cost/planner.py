@@ -133,8 +133,8 @@ def _row(cfg: ParallelConfig, R, i) -> dict:
 
 def _family_reasons(fam: np.ndarray, inv: np.ndarray, valid, reasons: dict, fits, memory, breakdown: dict, limit,
                     in_memory, gaps: dict, idx) -> list[dict]:   # idx: where `inv`'s and `fits`' rows sit in the other (whole-grid) arrays
-    "One line per family (tp, cp, pp, ep) without a plan that fits: the constraint its plans break, what this engine"
-    "lacks to run the ones that fit in memory (with `gaps`), or its least memory."
+    ("One line per family (tp, cp, pp, ep) without a plan that fits: the constraint its plans break, what this engine "
+    "lacks to run the ones that fit in memory (with `gaps`), or its least memory.")
     F = len(fam)
     failing = np.flatnonzero(np.bincount(inv, weights=fits, minlength=F) == 0)
     if not len(failing): return []

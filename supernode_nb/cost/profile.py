@@ -78,10 +78,10 @@ def contended(self: MachineProfile, lockstep: int,   # ranks that compute togeth
               busy_s: float,                           # a rank's compute and own work, priced with all ranks busy
               waiting_s: float,                        # its step beside that: collectives, bubble
               comm_s: float = 0.0) -> float:           # the part of `waiting_s` in collectives (the rest: idle waits)
-    "Factor on compute priced with every rank busy when only a group of `lockstep` ranks computes together and the others"
-    "wait in collectives a share of the step: the ranks busy at once are lockstep + (others) × their busy share u, and a"
-    "rank gets the share of a core that many ranks get (1/share interpolated between whole counts). A collective keeps"
-    "`comm_busy` of a core busy while it runs, so its time counts that much towards u."
+    ("Factor on compute priced with every rank busy when only a group of `lockstep` ranks computes together and the others "
+    "wait in collectives a share of the step: the ranks busy at once are lockstep + (others) × their busy share u, and a "
+    "rank gets the share of a core that many ranks get (1/share interpolated between whole counts). A collective keeps "
+    "`comm_busy` of a core busy while it runs, so its time counts that much towards u.")
     n, L = int(ranks_per_host), max(int(lockstep), 1)
     if n <= L: return 1.0
     sn, sL = self.share(n), self.share(L)
@@ -98,8 +98,8 @@ def _nearest(d: dict, n: int, default: float) -> float:
 
 @patch
 def comm_busy(self: MachineProfile, ranks_per_host: int) -> float:
-    "The CPU a rank's collective takes while it runs (gloo's threads, the kernel's loopback copies) over what a computing"
-    "rank takes, measured per world (`comm_cpu`; the nearest world); 0 unmeasured. A rank waiting for its peer takes none."
+    ("The CPU a rank's collective takes while it runs (gloo's threads, the kernel's loopback copies) over what a computing "
+    "rank takes, measured per world (`comm_cpu`; the nearest world); 0 unmeasured. A rank waiting for its peer takes none.")
     return _nearest(self.comm_cpu, ranks_per_host, 0.0)
 
 def left_by(cores: int,          # cores on the host
@@ -215,9 +215,9 @@ def ring_op(self: MachineProfile, ranks_per_host: int = 1, tokens: float = 0.0) 
 @patch
 def issue(self: MachineProfile, ranks_per_host: int = 1,
           ring: int = 2) -> float:   # ranks in the ring (cp)
-    "Seconds a rank spends issuing one of ring attention's async shifts (0 unmeasured): its own CPU path, so it adds to"
-    "compute whatever the transfer then hides. Measured per world and ring size ('4×2': rings of 2 among 4 ranks): the"
-    "world nearest `ranks_per_host`, then its ring nearest `ring`."
+    ("Seconds a rank spends issuing one of ring attention's async shifts (0 unmeasured): its own CPU path, so it adds to "
+    "compute whatever the transfer then hides. Measured per world and ring size ('4×2': rings of 2 among 4 ranks): the "
+    "world nearest `ranks_per_host`, then its ring nearest `ring`.")
     if ranks_per_host <= 1 or ring <= 1 or not self.issue_s: return 0.0
     keys = [tuple(int(x) for x in k.split("×")) for k in self.issue_s]
     w = min({a for a, _ in keys}, key=lambda a: abs(a - ranks_per_host))
@@ -226,26 +226,26 @@ def issue(self: MachineProfile, ranks_per_host: int = 1,
 
 @patch
 def wait_scale(self: MachineProfile, ranks_per_host: int = 1) -> float:
-    "Blocking collectives' waits in a real training step over their price from the `links` fits (1.0 unmeasured): a"
-    "microbenchmark times calls back to back, a step issues each after compute, to a peer whose threads may be asleep."
-    "Where more ranks than cores take turns on them, only a world that was measured: the factor moves with how the"
-    "ranks share the cores, so a world of 8 on 2 cores is not priced from one of 4 (1.0, the fits, unmeasured)."
+    ("Blocking collectives' waits in a real training step over their price from the `links` fits (1.0 unmeasured): a "
+    "microbenchmark times calls back to back, a step issues each after compute, to a peer whose threads may be asleep. "
+    "Where more ranks than cores take turns on them, only a world that was measured: the factor moves with how the "
+    "ranks share the cores, so a world of 8 on 2 cores is not priced from one of 4 (1.0, the fits, unmeasured).")
     if (n := str(int(ranks_per_host))) in self.waits: return float(self.waits[n])
     if self.kind == "cpu" and ranks_per_host > self.devices: return 1.0
     return _nearest(self.waits, ranks_per_host, 1.0)
 
 @patch
 def sync_wait(self: MachineProfile, elapsed_s: float, ranks_per_host: int = 1) -> float:
-    "Seconds a rank waits at a sync point after `elapsed_s` on every rank since they last met (ranks sharing cores finish"
-    "apart). Each rank's progress is a sum of the scheduler's independent turns, so how far two drift apart grows as the"
-    "square root of the time: `skew` × phase was measured after a phase of `skew_phase_s` (0.02 s unrecorded)."
+    ("Seconds a rank waits at a sync point after `elapsed_s` on every rank since they last met (ranks sharing cores finish "
+    "apart). Each rank's progress is a sum of the scheduler's independent turns, so how far two drift apart grows as the "
+    "square root of the time: `skew` × phase was measured after a phase of `skew_phase_s` (0.02 s unrecorded).")
     if ranks_per_host <= 1: return 0.0
     return _nearest(self.skew, ranks_per_host, 0.0) * math.sqrt(max(elapsed_s, 0.0) * _nearest(self.skew_phase_s, ranks_per_host, 0.02))
 
 @patch
 def co_scheduled(self: MachineProfile, ranks_per_host: int = 1) -> float:
-    "Share of the time a peer rank runs beside this one: cores / ranks when a CPU host's ranks outnumber its cores (they"
-    "take turns on them), else 1 (on an accelerator host each rank has its device)."
+    ("Share of the time a peer rank runs beside this one: cores / ranks when a CPU host's ranks outnumber its cores (they "
+    "take turns on them), else 1 (on an accelerator host each rank has its device).")
     return min(1.0, self.devices / ranks_per_host) if self.kind == "cpu" and ranks_per_host > 0 else 1.0
 
 @patch
@@ -255,8 +255,8 @@ def hidden(self: MachineProfile, ranks_per_host: int = 1) -> float:
 
 @patch
 def queued(self: MachineProfile, ranks_per_host: int = 1) -> float:
-    "Share of async collectives queued back to back (ZeRO's reduce-scatters) that the compute beside them leaves exposed:"
-    "the backend's threads run queued calls side by side, and compute hides some of them (`1 − hidden` when unmeasured)."
+    ("Share of async collectives queued back to back (ZeRO's reduce-scatters) that the compute beside them leaves exposed: "
+    "the backend's threads run queued calls side by side, and compute hides some of them (`1 − hidden` when unmeasured).")
     return _nearest(self.queue, ranks_per_host, 1.0 - self.hidden(ranks_per_host))
 
 @patch

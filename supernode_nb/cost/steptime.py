@@ -126,8 +126,8 @@ FA2_ON_HOPPER = 1.65     # an FA2-class (sm80) kernel on Hopper+, in native kern
 SM90_PLUS = ("H100", "H200", "H800", "B200", "B300")   # chips whose native attention kernels FA2's code does not use
 
 def attention_slowdown(chip, attention: str = "native") -> float:
-    "How many times a native kernel's time (FA3, cuDNN on Hopper; FA2 on Ampere) `chip`'s attention core takes with `attention`"
-    "kernels: `FA2_ON_HOPPER` for fa2 (PyTorch SDPA's flash backend, Triton) on Hopper or later, else 1."
+    ("How many times a native kernel's time (FA3, cuDNN on Hopper; FA2 on Ampere) `chip`'s attention core takes with `attention` "
+    "kernels: `FA2_ON_HOPPER` for fa2 (PyTorch SDPA's flash backend, Triton) on Hopper or later, else 1.")
     if attention not in ATTENTION_KERNELS: raise ValueError(f"attention {attention!r} unknown; use {' or '.join(ATTENTION_KERNELS)}")
     return FA2_ON_HOPPER if attention == "fa2" and any(k in chip.name for k in SM90_PLUS) else 1.0
 
@@ -166,8 +166,8 @@ def tp_overlap_share(tp_overlap) -> float:   # False, True (= "te"), a `TP_OVERL
     return s
 
 def _elementwise_bytes(model: ModelSpec, mbs, tp, cp, sp, w, fused: bool = True):
-    "HBM bytes one layer's forward moves outside its matmuls, on one rank: norms and residuals (sharded only under"
-    "sequence parallelism), the MLP's activation function and rotary embedding (sharded by tp); `fused`: as fused kernels do."
+    ("HBM bytes one layer's forward moves outside its matmuls, on one rank: norms and residuals (sharded only under "
+    "sequence parallelism), the MLP's activation function and rotary embedding (sharded by tp); `fused`: as fused kernels do.")
     h, g = model.hidden, 1 if model.gated_mlp else 0
     sbh = np.asarray(mbs) * model.seq_len / np.asarray(cp) * h
     f = model.ffn_hidden * (max(model.top_k, 1) if model.is_moe else 1)
@@ -179,16 +179,16 @@ FP8_CAST_BYTES = (5.0, 2.0)   # per element a float8 linear casts: amax, then sc
                               # per element of the transposed float8 copy a backward GEMM reads (read 1 + write 1)
 
 def _cp_merge_bytes(model: ModelSpec, mbs, tp, cp, w):
-    "(forward, backward) HBM bytes one layer's ring attention spends merging partial results on one rank and micro-batch: each of"
-    "the cp − 1 later steps folds its output into the running one (read 2, write 1); backward accumulates Q, K, V's in fp32."
+    ("(forward, backward) HBM bytes one layer's ring attention spends merging partial results on one rank and micro-batch: each of "
+    "the cp − 1 later steps folds its output into the running one (read 2, write 1); backward accumulates Q, K, V's in fp32.")
     q, kv = model.q_dim, model.n_kv_heads * model.head_dim
     T, cp, tp = np.asarray(mbs) * model.seq_len / np.asarray(cp), np.asarray(cp), np.asarray(tp)
     return (cp - 1) * T * 3 * w * q / tp, (cp - 1) * T * 3 * 4 * (q + 2 * kv) / tp
 
 def _fp8_cast_bytes(model: ModelSpec, mbs, tp, cp, ep=1):
-    "(forward, backward) HBM bytes one layer's float8 linears spend on casts, on one rank and micro-batch (tensorwise"
-    "scaling, as torchtitan's Float8 and Transformer Engine do it): inputs and weights forward, output gradients backward,"
-    "and the transposed copies the weight- and input-gradient GEMMs read. Attention's core, the router and the LM head stay bf16."
+    ("(forward, backward) HBM bytes one layer's float8 linears spend on casts, on one rank and micro-batch (tensorwise "
+    "scaling, as torchtitan's Float8 and Transformer Engine do it): inputs and weights forward, output gradients backward, "
+    "and the transposed copies the weight- and input-gradient GEMMs read. Attention's core, the router and the LM head stay bf16.")
     h, q, kv, f = model.hidden, model.q_dim, model.n_kv_heads * model.head_dim, model.ffn_hidden
     k, g, mats = (model.top_k if model.is_moe else 1), (2 if model.gated_mlp else 1), (3 if model.gated_mlp else 2)
     T, tp = np.asarray(mbs) * model.seq_len / np.asarray(cp), np.asarray(tp)
@@ -242,8 +242,8 @@ def _vec(f):
     return np.vectorize(one, otypes=[float])
 
 def _ct(op, S, g, profile=None, levels=(), flat=False, rph=None):
-    "Seconds of `op` on the groups of link dict `g`: the profile's measured fit for the group's level, or the cheapest of"
-    "flat (slowest level) and hierarchical α–β at `BUS_EFFICIENCY` of the line rates."
+    ("Seconds of `op` on the groups of link dict `g`: the profile's measured fit for the group's level, or the cheapest of "
+    "flat (slowest level) and hierarchical α–β at `BUS_EFFICIENCY` of the line rates.")
     if profile is not None:
         cs = lambda *a: profile.collective_s("all_to_all" if op == "ep_dispatch" else op, *a)
         f = getattr(profile, "ep_dispatch_s", cs) if op == "ep_dispatch" else cs

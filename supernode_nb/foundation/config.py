@@ -66,9 +66,9 @@ class ModelSpec:
     def core_dim(self) -> float: return (self.q_dim + self.v_dim) / 2   # the attention core's mean width: 4·s·core_dim FLOPs per token
     @property
     def attn_span(self) -> float:
-        "Keys per query the attention core is priced for, averaged over layers: `seq_len` for full causal attention (counted"
-        "as full, as Megatron's FLOP formula does: a causal kernel skips half at about half the efficiency); a window w < s"
-        "runs the band of its last w keys, s·w − w²/2 of the s²/2, so 2w − w²/s in the same count."
+        ("Keys per query the attention core is priced for, averaged over layers: `seq_len` for full causal attention (counted "
+        "as full, as Megatron's FLOP formula does: a causal kernel skips half at about half the efficiency); a window w < s "
+        "runs the band of its last w keys, s·w − w²/2 of the s²/2, so 2w − w²/s in the same count.")
         s, w = self.seq_len, self.window
         if not w or w >= s: return float(s)
         return self.window_share * (2 * w - w * w / s) + (1 - self.window_share) * s
@@ -82,9 +82,9 @@ def _mlp_params(m: ModelSpec, f: int) -> int:
     return mats * m.hidden * f + b * (f * (mats - 1) + m.hidden)
 
 def _attn_mats(m: ModelSpec) -> int:
-    "Matmul weights of one layer's attention: Q (h×q), O (q×h), K and V (h×kv); under MLA the queries' down- and up-projections"
-    "(or one h×q), the keys' and values' down-projection with the shared rotary key (h×(kv_lora + rope_dim)), their"
-    "up-projection per head (kv_lora × heads·(kv_channels − rope_dim + v_head_dim)), and O (heads·v_head_dim × h)."
+    ("Matmul weights of one layer's attention: Q (h×q), O (q×h), K and V (h×kv); under MLA the queries' down- and up-projections "
+    "(or one h×q), the keys' and values' down-projection with the shared rotary key (h×(kv_lora + rope_dim)), their "
+    "up-projection per head (kv_lora × heads·(kv_channels − rope_dim + v_head_dim)), and O (heads·v_head_dim × h).")
     h, q = m.hidden, m.q_dim
     if not m.kv_lora: return 2 * h * q + 2 * h * m.n_kv_heads * m.head_dim
     qp = h * m.q_lora + m.q_lora * q if m.q_lora else h * q
@@ -363,9 +363,9 @@ DEFAULT_GLOBAL_BATCH = 8   # sequences per step when the flags name neither a gl
 def resolve_batch(cfg: ParallelConfig,               # as the flags name it
                   micro_batches: int | None = None   # `--micro-batches`: per step and pipeline
                  ) -> ParallelConfig:
-    "`cfg` with the global batch every command settles on for the same flags: as given; else `micro_batches` × micro-batch"
-    "× dp; else `DEFAULT_GLOBAL_BATCH` sequences where they split into micro-batches the schedule accepts (so that"
-    "`estimate` prices the step `run` runs, and `--world 1` is the reference of any run); else one micro-batch a stage."
+    ("`cfg` with the global batch every command settles on for the same flags: as given; else `micro_batches` × micro-batch "
+    "× dp; else `DEFAULT_GLOBAL_BATCH` sequences where they split into micro-batches the schedule accepts (so that "
+    "`estimate` prices the step `run` runs, and `--world 1` is the reference of any run); else one micro-batch a stage.")
     per = cfg.micro_batch_size * cfg.dp
     if micro_batches is not None:
         if micro_batches < 1: raise ConfigError([f"micro-batches={micro_batches} must be >= 1"])

@@ -122,8 +122,8 @@ def predict(model: ModelSpec, cfg: ParallelConfig, prof: MachineProfile) -> dict
 # %% ../../nbs/40_runtime/47_accuracy.ipynb #4b6e6542
 def price_run(model: ModelSpec, cfg: ParallelConfig,
               profile="auto"):   # "auto": the newest profile saved for this machine; a saved profile's name; None: the local preset's figures
-    "(`costmodel.estimate` of `cfg` on this machine's ranks, the archive's past error of estimates made with its profile — None"
-    "without a profile): what `supernode-nb run` prints beside the measurement."
+    ("(`costmodel.estimate` of `cfg` on this machine's ranks, the archive's past error of estimates made with its profile — None "
+    "without a profile): what `supernode-nb run` prints beside the measurement.")
     from supernode_nb.cost.costmodel import estimate
     from supernode_nb.cost.profile import error_band
     e = estimate(model, cfg, "local", profile=profile, advise=False)
@@ -131,8 +131,8 @@ def price_run(model: ModelSpec, cfg: ParallelConfig,
 
 def priced_text(e, band: dict | None,   # `price_run`'s pair
                 measured: dict) -> str:  # the run's `store.summarize_steps` (empty when no step finished)
-    "Predicted beside measured, two lines: the estimate's step and parts (ms) and where its figures come from; the measured"
-    "step, the estimate's error, and the error of past estimates made with the same profile."
+    ("Predicted beside measured, two lines: the estimate's step and parts (ms) and where its figures come from; the measured "
+    "step, the estimate's error, and the error of past estimates made with the same profile.")
     p, ms = runtime_parts(e), lambda s: f"{1e3 * s:.1f}"
     parts = ", ".join([f"compute {ms(p['compute_s'])}", *(f"comm {a} {ms(v)}" for a, v in p["comm_s"].items()),
                        f"bubble {ms(p['bubble_s'])}", f"other {ms(p['other_s'])}"])

@@ -117,9 +117,9 @@ def _process_figures(m: ModelSpec, rate: float, mem: float, samples: int, device
                             optimizer_ops=n["optimizer"][0], params=params, **rc))
 
 def _recompute_figures(m: ModelSpec, gpt, fb, ops: int, rate: float, samples: int, rounds: int = 3) -> dict:
-    "The checkpoint machinery's cost per region and per re-run operator: forward + backward timed under selective and full"
-    "recompute (one region per layer each; full re-runs the layer's operators and FLOPs, selective the attention core's),"
-    "each against the plain forward + backward timed just before it, in `rounds` interleaved rounds (the median of each)."
+    ("The checkpoint machinery's cost per region and per re-run operator: forward + backward timed under selective and full "
+    "recompute (one region per layer each; full re-runs the layer's operators and FLOPs, selective the attention core's), "
+    "each against the plain forward + backward timed just before it, in `rounds` interleaved rounds (the median of each).")
     from supernode_nb.parallel.model import set_recompute
     from supernode_nb.cost.costmodel import step_flops
     diffs: dict = {"selective": [], "full": []}         # one round's time is one draw of this machine's drifting speed:
@@ -176,8 +176,8 @@ def _device_kind() -> str:
 def calibration_worker(rank: int, world_size: int, model: dict, share_rounds: int = 3, share_s: float = 0.3,   # `contention_worker`'s
                        probe_samples: int = 12, queue_budget_s: float = 0.8,   # `interference_worker`'s samples and budget,
                        probe_rounds: int = 3, queue_min: int = 3, issues: int = 144, **bench) -> dict | None:   # rounds, fewest queue samples, shifts
-    "Worker: the share of a core with all ranks busy (on a CPU), what communicating costs the compute beside it, then"
-    "`bench_links` — one launch per world size."
+    ("Worker: the share of a core with all ranks busy (on a CPU), what communicating costs the compute beside it, then "
+    "`bench_links` — one launch per world size.")
     cont = contention_worker(rank, world_size, model, rounds=share_rounds, seconds=share_s) if share_rounds else None
     inter = interference_worker(rank, world_size, model, calls=max(bench.get("calls", 20), 8), samples=probe_samples, queue_budget_s=queue_budget_s,
                                 rounds=probe_rounds, min_samples=queue_min, issues=issues)
@@ -186,9 +186,9 @@ def calibration_worker(rank: int, world_size: int, model: dict, share_rounds: in
 
 def _fit_rows(world: int, rows: list, group_sizes, ops, backend: str | None = None,
               bandwidth_GBps: float | None = None) -> tuple[dict, list[str]]:   # for fits whose records show no bandwidth
-    "Fitted [GB/s, latency s, per-call s] per op (and 'all' ops together) for each group size in a world of `world`; and"
-    "the fits ('2×2 all') whose bandwidth is `bandwidth_GBps`, not measured (noise hid how time grows with size): without"
-    "one, those are left out, and so is a group left without its pooled fit (the nearest group measured prices it)."
+    ("Fitted [GB/s, latency s, per-call s] per op (and 'all' ops together) for each group size in a world of `world`; and "
+    "the fits ('2×2 all') whose bandwidth is `bandwidth_GBps`, not measured (noise hid how time grows with size): without "
+    "one, those are left out, and so is a group left without its pooled fit (the nearest group measured prices it).")
     out, assumed = {}, []
     for g in group_sizes:
         recs = [r for r in rows if r["group_size"] == g]
@@ -220,9 +220,9 @@ def _supervised_step_s(m: ModelSpec, proc: dict, mem: float, gbs: int = 4, runs:
 WAIT_PROBES = {2: dict(tp=2, global_batch_size=2), 4: dict(dp=2, tp=2, global_batch_size=4)}   # world -> the layout timed
 
 def _supervised_waits(m: ModelSpec, prof: MachineProfile, worlds, runs: int = 2, steps: int = 12, skip: int = 2) -> dict:
-    "{'waits': {str(world): measured / priced tp waits}, 'detail'}: small tp layouts run supervised (`WAIT_PROBES`), the"
-    "median of `runs` runs' tp waits per step (each a median over `steps` less `skip` warm-up ones) set against `prof`'s"
-    "price for them (its `waits` left out). Clipped to ×0.5–3."
+    ("{'waits': {str(world): measured / priced tp waits}, 'detail'}: small tp layouts run supervised (`WAIT_PROBES`), the "
+    "median of `runs` runs' tp waits per step (each a median over `steps` less `skip` warm-up ones) set against `prof`'s "
+    "price for them (its `waits` left out). Clipped to ×0.5–3.")
     from supernode_nb.foundation.config import ParallelConfig
     from supernode_nb.runtime.probes import measure
     from supernode_nb.cost.costmodel import estimate
@@ -354,8 +354,8 @@ def _profile_text(p: MachineProfile, where: str) -> str:
                      + _probe_text(p))
 
 def _probe_text(p: MachineProfile) -> list[str]:
-    "The speed check's two readings; a warning when the machine's speed moved by over half between them (a shared host's"
-    "slow phases: on this 2-core VM the two readings differ by up to 40 % in an ordinary calibration)."
+    ("The speed check's two readings; a warning when the machine's speed moved by over half between them (a shared host's "
+    "slow phases: on this 2-core VM the two readings differ by up to 40 % in an ordinary calibration).")
     a, b = (p.detail.get("probes_s") or [None, None])[:2]
     if not a or not b: return []
     moved = f" — the machine's speed moved {100 * (b / a - 1):+.0f} % while measured: calibrate again on a quiet host" if abs(b / a - 1) > 0.5 else ""

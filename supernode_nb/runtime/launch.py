@@ -92,8 +92,8 @@ def warm(method: str | None = None) -> None:
         from multiprocessing import forkserver; forkserver.ensure_running()
 
 def ready(method: str | None = None, timeout_s: float = 120.0) -> float:
-    "Wait until the forkserver forks (its imports done; `warm` starts it without waiting): a bare process started and"
-    "joined. The seconds waited; 0 under spawn, which has no server."
+    ("Wait until the forkserver forks (its imports done; `warm` starts it without waiting): a bare process started and "
+    "joined. The seconds waited; 0 under spawn, which has no server.")
     if _start_method(method) != "forkserver": return 0.0
     t0, p = time.monotonic(), mp_context(method).Process(target=os.getpid, daemon=True)
     p.start(); p.join(timeout_s)

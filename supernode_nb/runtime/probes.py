@@ -30,9 +30,9 @@ def _fwd_bwd(model: ModelSpec, seed: int = 0, device: str = "cpu", batch: int = 
 
 # %% ../../nbs/40_runtime/45_probes.ipynb #9419290d
 def contention_worker(rank: int, world_size: int, model: dict, rounds: int = 3, seconds: float = 0.3) -> dict | None:
-    "Worker: share of a core per rank with all `world_size` ranks busy (forward + backward passes per second, together /"
-    "alone), the seconds of one pass on rank 0 alone — a spawned rank, as training runs — and the cores the ranks did not get"
-    "while all computed (rank 0: {share, fwd_bwd_s, background_cores})."
+    ("Worker: share of a core per rank with all `world_size` ranks busy (forward + backward passes per second, together /"
+    "alone), the seconds of one pass on rank 0 alone — a spawned rank, as training runs — and the cores the ranks did not get "
+    "while all computed (rank 0: {share, fwd_bwd_s, background_cores}).")
     import torch.distributed as dist
     torch.set_num_threads(1)
     _, fb = _fwd_bwd(ModelSpec(**model))
@@ -62,21 +62,21 @@ def interference_worker(rank: int, world_size: int, model: dict, calls: int = 20
                         queued: int = 8, queue_budget_s: float = 0.8,   # `queue`: calls, seconds spent
                         rounds: int = 3, min_samples: int = 3,   # `penalty_s`'s rounds; `queue`'s fewest samples
                         issues: int = 144) -> dict | None:   # `issue_s`'s ring shifts issued
-    "Worker: what communicating costs the compute beside it. `penalty_s`: the time a layer's forward (recording for"
-    "autograd) and then its backward each take right after a blocking all_reduce of its activations, less their time"
-    "back to back, per collective (a rank that slept in a collective comes back to cold caches and gloo's threads"
-    "winding down; the engine's tp, cp and ep collectives sit between such pieces); `overlap`: of an async all_reduce"
-    "of `nbytes` and layer forwards of about its length run together, the share of the shorter one hidden ((t_ar +"
-    "t_work − t_both) / min); `skew`: the wait at a sync point after `phase_s` of compute on every rank, beyond the"
-    "collective itself, per second of the phase (ranks sharing cores finish a phase at different times), and that phase"
-    "as run (`skew_phase_s`); `queue`: of `queued` reduce-scatters of `nbytes` / 4 issued async back to back (as ZeRO's"
-    "backward issues them) with layer forwards about as long as they take one by one run beside them, the share left"
-    "exposed ((t_both − t_work) / t_one_by_one): the median of interleaved samples, as many as fit in `queue_budget_s`"
-    "(`min_samples` to 30); `queue_alone`: the same calls queued with no compute beside them, over one by one (the"
-    "backend's threads run queued calls side by side); `issue_s`: per ring size ('4×2': rings of 2 in a world of 4; and"
-    "rings of the whole world), the mean time the engine's ring attention (the model's heads, a chunk of its sequence)"
-    "takes to issue one of its async ring shifts, over `issues` shifts or more in `rounds` (the median of their means):"
-    "CPU on the issuing rank's own path, which no compute hides."
+    ("Worker: what communicating costs the compute beside it. `penalty_s`: the time a layer's forward (recording for "
+    "autograd) and then its backward each take right after a blocking all_reduce of its activations, less their time "
+    "back to back, per collective (a rank that slept in a collective comes back to cold caches and gloo's threads "
+    "winding down; the engine's tp, cp and ep collectives sit between such pieces); `overlap`: of an async all_reduce "
+    "of `nbytes` and layer forwards of about its length run together, the share of the shorter one hidden ((t_ar + "
+    "t_work − t_both) / min); `skew`: the wait at a sync point after `phase_s` of compute on every rank, beyond the "
+    "collective itself, per second of the phase (ranks sharing cores finish a phase at different times), and that phase "
+    "as run (`skew_phase_s`); `queue`: of `queued` reduce-scatters of `nbytes` / 4 issued async back to back (as ZeRO's "
+    "backward issues them) with layer forwards about as long as they take one by one run beside them, the share left "
+    "exposed ((t_both − t_work) / t_one_by_one): the median of interleaved samples, as many as fit in `queue_budget_s` "
+    "(`min_samples` to 30); `queue_alone`: the same calls queued with no compute beside them, over one by one (the "
+    "backend's threads run queued calls side by side); `issue_s`: per ring size ('4×2': rings of 2 in a world of 4; and "
+    "rings of the whole world), the mean time the engine's ring attention (the model's heads, a chunk of its sequence) "
+    "takes to issue one of its async ring shifts, over `issues` shifts or more in `rounds` (the median of their means): "
+    "CPU on the issuing rank's own path, which no compute hides.")
     import torch.distributed as dist
     from supernode_nb.comm.collectives import Comm, CommRecorder
     from supernode_nb.parallel.cp import ring_attention
@@ -176,9 +176,9 @@ def _handoff(c, x, work, ts, ws):
 def bench_links(rank: int, world_size: int, sizes=(4 << 10, 64 << 10, 1 << 20), group_sizes=(2,),
                 ops=("all_reduce", "all_to_all", "send_recv", "handoff"), calls: int = 30,
                 model: dict | None = None):   # whose layer forward is the work between collectives (None: tiny-gpt)
-    "Worker: per group size × op × size, the mean time of collectives issued as training issues them, and (`cpu`) the CPU"
-    "the process took during them (gloo's threads and the kernel's copies) per second, over what it took per second of the"
-    "work between them; rows (rank 0)."
+    ("Worker: per group size × op × size, the mean time of collectives issued as training issues them, and (`cpu`) the CPU "
+    "the process took during them (gloo's threads and the kernel's copies) per second, over what it took per second of the "
+    "work between them; rows (rank 0).")
     import torch.distributed as dist
     from supernode_nb.comm.collectives import Comm
     torch.set_num_threads(1)
@@ -223,8 +223,8 @@ def bench_links(rank: int, world_size: int, sizes=(4 << 10, 64 << 10, 1 << 20), 
     return rows if rank == 0 else None
 
 def comm_cpu(rows) -> float:
-    "What a world's collectives keep busy while they run over what computing takes: `bench_links`' rows' `cpu` weighted by"
-    "their time, clipped to [0, 1]; 0 for rows without it (hand-offs, rows from before it was measured)."
+    ("What a world's collectives keep busy while they run over what computing takes: `bench_links`' rows' `cpu` weighted by "
+    "their time, clipped to [0, 1]; 0 for rows without it (hand-offs, rows from before it was measured).")
     r = [x for x in rows if "cpu" in x]
     return min(1.0, max(0.0, sum(x["cpu"] * x["time_s"] for x in r) / max(sum(x["time_s"] for x in r), 1e-12))) if r else 0.0
 
@@ -232,8 +232,8 @@ def comm_cpu(rows) -> float:
 def _algo(op, S, n, bw, lat): return collective_time(op, S, n, bw, lat)[1]
 
 def _nnls(A, y, free) -> np.ndarray:
-    "x ≥ 0 minimising |A·x − y| with only the columns `free` non-zero: the best least-squares fit over every support of"
-    "them (exact for the two or three unknowns here: the optimum is the unconstrained fit on its own support)."
+    ("x ≥ 0 minimising |A·x − y| with only the columns `free` non-zero: the best least-squares fit over every support of "
+    "them (exact for the two or three unknowns here: the optimum is the unconstrained fit on its own support).")
     best = (float(np.sum(y ** 2)), np.zeros(A.shape[1]))
     for k in range(1, len(free) + 1):
         for keep in map(list, itertools.combinations(free, k)):
@@ -244,8 +244,8 @@ def _nnls(A, y, free) -> np.ndarray:
     return best[1]
 
 def _fit_backend(rows, t, algos, bandwidth_GBps: float | None = None) -> tuple[float, float, float]:
-    "(GB/s, α, c₀) ≥ 0 minimising the relative error of c₀ + c_α·α + c_β·S·β, each row under its backend's algorithm;"
-    "with `bandwidth_GBps`, β held there and c₀, α fitted."
+    ("(GB/s, α, c₀) ≥ 0 minimising the relative error of c₀ + c_α·α + c_β·S·β, each row under its backend's algorithm; "
+    "with `bandwidth_GBps`, β held there and c₀, α fitted.")
     A = np.array([[1.0, float(ca), float(cb) * S] for o, n, S, _ in rows for ca, cb in [coefficients(o, algos[o], n)]]) / t[:, None]
     if bandwidth_GBps is not None:
         c0, alpha, _ = _nnls(A, 1 - A[:, 2] / (bandwidth_GBps * 1e9), [0, 1])
@@ -314,8 +314,8 @@ def settle(idle: float = 0.85, max_s: float = 15.0) -> float:
 
 def measure(model: ModelSpec | str, cfg: ParallelConfig, steps: int = 8, skip: int = 2, timeout_s: float = 300.0,
             fault=None) -> dict:   # a `faults.FaultSpec` to rehearse (tests of what survives a lost rank)
-    "Run `cfg` for `steps` steps with `runner.run` (one thread per rank) once the host is idle (`settle`); the median"
-    "breakdown and the load average. A lost rank raises `faults.RunFailed`."
+    ("Run `cfg` for `steps` steps with `runner.run` (one thread per rank) once the host is idle (`settle`); the median "
+    "breakdown and the load average. A lost rank raises `faults.RunFailed`.")
     from supernode_nb.runtime.runner import make_spec, run
     if steps <= skip: raise ValueError(f"steps={steps} must exceed skip={skip} (the warm-up steps left out)")
     waited = settle()

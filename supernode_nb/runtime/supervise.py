@@ -216,8 +216,8 @@ W = "supernode_nb.runtime.supervise:_steps_with_fault"      # by name: this note
 
 # %% ../../nbs/40_runtime/48_supervise.ipynb #1dcfbd73
 class HostLoad:
-    "Cores of this host that processes other than `pids()` keep busy — (host CPU time − theirs) per second — in windows of"
-    "`window_s` from the first look (`update` reads them; `costmodel.loaded_estimate` prices a run window by window)."
+    ("Cores of this host that processes other than `pids()` keep busy — (host CPU time − theirs) per second — in windows of "
+    "`window_s` from the first look (`update` reads them; `costmodel.loaded_estimate` prices a run window by window).")
     def __init__(self, pids: Callable[[], list[int]],   # the ranks' process ids (called at every look)
                  window_s: float = 0.5):                 # seconds a window
         self.pids, self._seen, self.window_s, self._mark, self.windows = pids, {}, window_s, None, []

@@ -44,9 +44,9 @@ def sweep(model: ModelSpec | str = "tiny-gpt", world: int = 4, global_batch: int
           archive=None, progress=None,
           repeats: int = 1,                      # runs of each configuration, interleaved; measured = their median
           distinct: bool = True) -> "pd.DataFrame":   # one configuration per layout (False: ZeRO / recompute / SP variants too)
-    "Plan, run and record the `top` best runnable configurations here; one row per configuration, predicted beside measured."
-    "A run that loses a rank is archived as failed and the sweep goes on: its row says why (`failed`), measured None when"
-    "no run of it finished; Kendall τ is over the configurations measured."
+    ("Plan, run and record the `top` best runnable configurations here; one row per configuration, predicted beside measured. "
+    "A run that loses a rank is archived as failed and the sweep goes on: its row says why (`failed`), measured None when "
+    "no run of it finished; Kendall τ is over the configurations measured.")
     import pandas as pd, statistics
     from supernode_nb.cost.planner import plan
     from supernode_nb.cost.costmodel import estimate

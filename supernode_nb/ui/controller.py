@@ -173,8 +173,8 @@ def _pump(self: RunController, steps: int):
 # %% ../../nbs/60_ui/64_controller.ipynb #22ad1287
 @patch
 def _archive(self: RunController, kind: str):
-    "Record this run in the run archive like `supernode-nb run` does, with the estimate shown beside it (its error then"
-    "joins the profile's history: `profile.error_band`)."
+    ("Record this run in the run archive like `supernode-nb run` does, with the estimate shown beside it (its error then "
+    "joins the profile's history: `profile.error_band`).")
     from supernode_nb.foundation.store import auto_record
     log = self.log
     done = [{"step": s, "ranks": [log.steps[s][r] for r in range(log.world)]} for s in log.complete_steps()]

@@ -275,8 +275,8 @@ class RunLog:
         return ss, ls
 
     def mean_step(self, skip: int = 1) -> tuple[float | None, int]:
-        "The run's mean step so far and how many steps it spans: the slowest rank's wall time of each complete step (the"
-        "job waits for it), averaged, the first `skip` left out (they warm up); (None, 0) before any."
+        ("The run's mean step so far and how many steps it spans: the slowest rank's wall time of each complete step (the "
+        "job waits for it), averaged, the first `skip` left out (they warm up); (None, 0) before any.")
         walls = list(self.slowest_walls().values())[skip:]
         return (sum(walls) / len(walls), len(walls)) if walls else (None, 0)
 

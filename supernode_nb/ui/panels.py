@@ -43,8 +43,8 @@ class ErrorLog:
 
 # %% ../../nbs/60_ui/67_panels.ipynb #2c1f6cf0
 def kernel_dispatch(fn):
-    "Run `fn` on the kernel's main thread (its IOLoop) when called from another thread inside a kernel, else now."
-    "Under ipykernel 7, widget messages sent from other threads are not reliably delivered (ipywidgets#4001, #4020)."
+    ("Run `fn` on the kernel's main thread (its IOLoop) when called from another thread inside a kernel, else now. "
+    "Under ipykernel 7, widget messages sent from other threads are not reliably delivered (ipywidgets#4001, #4020).")
     if threading.current_thread() is threading.main_thread(): return fn()
     try:
         from IPython import get_ipython

@@ -174,8 +174,8 @@ class LiveView:
                            f'estimate beside the measurement: {html.escape(_est_line(est))} — {html.escape(_est_source(self.state, est))}{extra}</span>')
 
     def _loaded(self, ch):
-        "Re-price the run for the cores other processes keep busy while it computes, window by window (measured by the"
-        "controller): the run's mean step under that background."
+        ("Re-price the run for the cores other processes keep busy while it computes, window by window (measured by the "
+        "controller): the run's mean step under that background.")
         ws = list(self.state.host_windows)
         if not ws or max(ws) <= 0 or self.idle_step_s is None: return
         est = estimate_for(self.state, background=ws)
