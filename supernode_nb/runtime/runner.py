@@ -10,7 +10,7 @@ import json, os, sys, time
 from typing import Any, Callable
 import torch
 from ..foundation.core import Parser
-from ..foundation.config import (ModelSpec, ParallelConfig, ConfigError, add_parallel_args, config_from_args, DEFAULT_GLOBAL_BATCH,
+from ..foundation.config import (ModelSpec, ParallelConfig, ConfigError, add_parallel_args, config_from_args,
                                             add_model_args, model_from_args)
 from ..foundation.layout import RankLayout
 from ..comm.collectives import Comm, CommRecorder
