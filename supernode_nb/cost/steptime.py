@@ -377,8 +377,7 @@ def _costs(model: ModelSpec, C: dict, topo: Topology, links: dict, efficiency, d
         one = (pp > 1) & (m == 1)   # one micro-batch: the stages compute one after another, so one stage's ranks share the cores
         if np.any(one): k = np.where(one, _vec(lambda r, s: profile.share(int(r)) / profile.share(int(s)))(rph, np.maximum(rph // pp, 1)), k)
         t, penalty = dict(t, t_mb=t["t_mb"] * k), penalty * k; bubble = bub(t)   # and a tp·cp·ep group's compute at the ranks busy at once
-    tf, tl = sum(first.values()), sum(last.values())
-    compute = m * t["t_mb"] + penalty
+    tf, tl, compute = sum(first.values()), sum(last.values()), m * t["t_mb"] + penalty
     step = compute + bubble + other + sum(comm.values())
     world = C["tp"] * C["cp"] * C["dp"] * C["pp"]
     mf, _ = step_flops(model, C["gbs"])
