@@ -107,14 +107,14 @@ def resolve_dtype(model: ModelSpec,         # the model (bytes_per_param: 2 for 
 def _resolve_profile(profile, topo: Topology):
     "(profile or None, the name an estimate reports): None, 'auto' (the newest matching one), a saved name, or a MachineProfile."
     where = getattr(topo, "preset", None) or topo.name
-    figures = f"the {where} preset's figures" if getattr(topo, "preset", None) else f"the figures given for {where}"
+    figures = (f"the {where} preset's figures" if getattr(topo, "preset", None) else f"the figures given for {where}") + (
+        " (`supernode-nb calibrate` measures this machine)" if where.startswith("local") else "")
     if profile is None: return None, f"none: {figures}"
     if isinstance(profile, str):
         from supernode_nb.cost.profile import find_profile, saved_profiles
         p = find_profile(where, name=None if profile == "auto" else profile)
         if p is None:
-            if profile == "auto": return None, f"none matches {where}: {figures}" + (" (`supernode-nb calibrate` measures this"
-                                                                                      " machine)" if where.startswith("local") else "")
+            if profile == "auto": return None, f"none matches {where}: {figures}"
             have = saved_profiles()
             raise ValueError(f"profile {profile!r} not found in the archive; " + (f"saved: {', '.join(have)}" if have else
                              "it holds none (`supernode-nb calibrate` measures this machine into one)"))
@@ -267,8 +267,7 @@ def loaded_estimate(model: ModelSpec, cfg: ParallelConfig, profile,   # a CPU `M
 def _estimate_text(e: Estimate) -> str:
     b = e.breakdown
     comm = ", ".join(f"{a} {v:.3g}s" for a, v in b["comm_s"].items() if v > 0) or "none"
-    mbs = e.config.get("micro_batch_size", 1)
-    gbs = e.config.get("global_batch_size") or ParallelConfig(**e.config).gbs
+    mbs, gbs = e.config["micro_batch_size"], ParallelConfig(**e.config).gbs
     lines = [f"{e.model} on {e.devices} × {e.topology}, global batch {gbs} ({e.microbatches} micro-batch{'es' if e.microbatches != 1 else ''}"
              f" of {mbs} per replica): step {e.step_time_s:.3g} s, {e.tokens_per_s:,.0f} tokens/s, "
              f"{_flops(e.tflops_per_device)} per device (model FLOPs), MFU {100 * e.mfu:.1f} %, HFU {100 * e.hfu:.1f} % " +

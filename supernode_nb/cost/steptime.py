@@ -372,7 +372,7 @@ def _costs(model: ModelSpec, C: dict, topo: Topology, links: dict, efficiency, d
         penalty = penalty + ddp * _vec(lambda n, r: profile.compute_s(0.0, ranks_per_host=int(r), n_ops=int(n)))(n_t + 2 * n_b, rph)
         other = other + ddp * _vec(lambda n, r: profile.optimizer_s(0.0, n_ops=int(n), ranks_per_host=int(r)))(3 * n_t, rph)
         cs = sum(comm.values())   # collectives: waiting, and (comm_busy of it) busy
-        L = np.where(g > 1, np.where(pp > 1, np.minimum(g * C["dp"], rph), g), rph)   # who computes together: a tp·cp·ep group; in
+        L = np.where(g > 1, np.where(pp > 1, np.minimum(C["tp"] * C["cp"] * C["dp"], rph), g), rph)   # who computes together: a tp·cp·ep group; in
         k = _vec(lambda L, r, b, x, c: profile.contended(int(L), int(r), b, x, c))(L, rph, m * t["t_mb"] + penalty + other, cs + bubble, cs)   # a pipeline, the stage's (over dp)
         one = (pp > 1) & (m == 1)   # one micro-batch: the stages compute one after another, so one stage's ranks share the cores
         if np.any(one): k = np.where(one, _vec(lambda r, s: profile.share(int(r)) / profile.share(int(s)))(rph, np.maximum(rph // pp, 1)), k)

@@ -136,7 +136,7 @@ def priced_text(e, band: dict | None,   # `price_run`'s pair
     p, ms = runtime_parts(e), lambda s: f"{1e3 * s:.1f}"
     parts = ", ".join([f"compute {ms(p['compute_s'])}", *(f"comm {a} {ms(v)}" for a, v in p["comm_s"].items()),
                        f"bubble {ms(p['bubble_s'])}", f"other {ms(p['other_s'])}"])
-    src = f"profile {e.profile}" + ("" if band is not None else " (`supernode-nb calibrate` measures this machine)")
+    src = f"profile {e.profile}"                          # without one, it says how to measure one (`costmodel.estimate`)
     out = [f"estimate: {ms(p['step_s'])} ms a step ({parts}) — costmodel.estimate, {src}"]
     if measured.get("step_s"):
         out.append(f"measured: {ms(measured['step_s'])} ms a step (mean over {measured['steps']} steps after {measured['skipped_warmup']} "

@@ -305,8 +305,7 @@ def _est_source(st, est=None) -> str:
     except Exception: return "costmodel.estimate"
     prof = getattr(est, "profile", "") or ""
     src = f"costmodel.estimate on {topo.name} ({topo.chip.name}), profile: {prof or 'none'}"
-    if prof.startswith("none") and topo.name.startswith("local"): src += " — `supernode-nb calibrate` measures this machine into one"
-    elif prof and not prof.startswith("none"): src += f"; {error_band(prof)['text']}"
+    if prof and not prof.startswith("none"): src += f"; {error_band(prof)['text']}"   # without one on `local`, `prof` says how to measure one
     elif not topo.name.startswith("local"):                # a preset's figures: how the model did on published runs of that device
         from supernode_nb.cost.mindspeed import evidence_band
         src += f"; {evidence_band(topo.chip, moe=st.spec().is_moe)['text']}"
