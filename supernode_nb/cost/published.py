@@ -113,9 +113,9 @@ _L3 = "Llama 3 herd of models (arXiv 2407.21783), Table 4: 405B on H100 (700 W, 
 def _llama3(n, cp, dp, s, tf):
     m = replace(MODEL_PRESETS["llama3-405b"], seq_len=s)
     c = _pc(tp=8, cp=cp, pp=16, dp=dp, global_batch_size=16 * 2**20 // s, sequence_parallel=True, recompute="selective", zero=1,
-            schedule="interleaved", virtual_stages=2)
+            schedule="interleaved", virtual_stages=8)
     return PublishedRun(f"llama3-405b-{n}{'-cp' if cp > 1 else ''}", m, c, _H100P, "tflops_per_device", tf, _L3,
-                        "micro-batch 1, interleaved ×2, 126 layers split unevenly, SP, FSDP as ZeRO-1 (weights gathered once per step), "
+                        "micro-batch 1, interleaved ×8 (one layer a chunk: §3.3.2 drops one layer from the first and last stages so that \"the first model chunk on the first stage has only the embedding\"), 126 layers split unevenly, SP, FSDP as ZeRO-1 (weights gathered once per step), "
                         "flash attention; all-gather CP (one attention per rank, no merges); RoCE 400 Gb/s per GPU modelled as the "
                         "DGX H100 SuperPOD's IB", allow_uneven=True, flash=True, cp_merge=False)
 

@@ -101,7 +101,7 @@ def peak_tflops(chip, dtype: str = "bf16") -> tuple[float, str]:   # a `topology
     return chip.tflops_bf16 * FP32_RATIO_ASSUMED, f"assumed: 1/{round(1 / FP32_RATIO_ASSUMED)} of the bf16 peak"
 
 EFFICIENCY: dict[str, float] = {   # chip name -> matmul efficiency, fitted to published runs (`published`)
-    "H100 SXM": 0.645, "A100 80GB SXM": 0.675, "H100 96GB HBM2e (500 W)": 0.575, "B200 (GB200)": 0.62}
+    "H100 SXM": 0.62, "A100 80GB SXM": 0.675, "H100 96GB HBM2e (500 W)": 0.575, "B200 (GB200)": 0.62}
 EFFICIENCY_MBRIDGE: dict[str, float] = {   # fitted to the only published runs of the chip, Megatron-Bridge's (`mbridge.fit_gb300`)
     "B300 (GB300)": 0.745}                 # at 1,400 W it sustains ~1.2x GB200's rate under the same datasheet peak
 
