@@ -14,7 +14,7 @@ from ..foundation.config import (ModelSpec, ParallelConfig, ConfigError, check, 
                                  add_model_args, model_from_args, add_parallel_args, config_from_args)
 from ..foundation.topology import Topology, TopologyError, get_topology, topology_for, TOPOLOGY_PRESETS, GiB
 from .memory import (SCHEDULE_CODE, RECOMPUTE_CODE, DTYPE_BYTES, CATEGORIES, DDP_BUCKET_BYTES, step_flops,
-                                      activation_bytes_per_layer, in_flight, _counts, _memory)
+                                      activation_bytes_per_layer, in_flight, _counts, _memory, GRAD_ACCUM)
 from .steptime import (AXIS_GROUPS, COMM_AXES, CAUSAL_EXECUTED, EFFICIENCY, FP32_TFLOPS, efficiency_for, peak_tflops, ATTENTION_KERNELS, LOSS_BYTES, TP_OVERLAP, tp_overlap_share,
                                         _analytic_links, _placement_links, _costs, _columns, _compute)
 
@@ -48,6 +48,7 @@ class Estimate:
     caveats: list = field(default_factory=list)  # what the model is known to miss for this kind of run, with published evidence
     attention: str = "native"       # the attention kernels priced (`steptime.attention_slowdown`)
     loss: str = "megatron"          # the loss implementation priced (`steptime.LOSS_BYTES`)
+    grad_accum: str = "fused"       # how gradients add up over micro-batches (`memory.GRAD_ACCUM`)
     moe_host_s: float | None = None # s per MoE layer and micro-batch Megatron's synced dispatch holds the device; None: not priced
     tp_overlap: float = 0.0         # share of TP traffic priced as pipelined with the matmuls (`steptime.TP_OVERLAP`)
 
@@ -141,6 +142,8 @@ def estimate(model: ModelSpec, cfg: ParallelConfig, topology: Topology | str = "
                                                  # unfused, megatron-fused, eager (PyTorch F.cross_entropy) or fused (one kernel)
              moe_host_s: float | None = None,    # s per MoE layer and micro-batch Megatron's dropless dispatch holds the device on
                                                  # its host sync; None: `steptime.MOE_HOST_S`; 0: a sync-free release (`mbridge`)
+             grad_accum: str = "fused",          # how gradients add up over micro-batches (`memory.GRAD_ACCUM`): fused in the GEMM
+                                                 # (Megatron), autograd's add (DeepSpeed's pipeline), fp32 (DeepSpeed's bf16 optimizer)
              advise: bool = True) -> Estimate:
     "Memory per device and step time of `cfg` for `model` on `topology` (a preset name is sized to fit)."
     _check(model, cfg, allow_uneven)
@@ -154,7 +157,7 @@ def estimate(model: ModelSpec, cfg: ParallelConfig, topology: Topology | str = "
     C = _columns([cfg])
     links = _placement_links(placement, cfg) if placement is not None else _analytic_links(topo, C, cfg.order)
     kw = dict(dtype=dt, profile=prof, tp_overlap=tp_overlap, flash=flash, fused=fused, attention=attention, loss=loss, ep_overlap=ep_overlap,
-              moe_host_s=moe_host_s)
+              moe_host_s=moe_host_s, grad_accum=grad_accum)
     r = _costs(model, C, topo, links, eff, dp_overlap, allow_uneven, **kw)
     f = lambda x: float(np.asarray(x).reshape(-1)[0])
     limit = mem_fraction * topo.chip.memory_bytes
@@ -166,7 +169,7 @@ def estimate(model: ModelSpec, cfg: ParallelConfig, topology: Topology | str = "
                    {"first": f(r["memory_first"]), "last": f(r["memory_last"])}, limit, f(r["memory"]) > limit,
                    links={a: _link(topo, links[a]) for a in AXIS_GROUPS}, efficiency=eff, efficiency_source=src,
                    microbatches=int(f(r["microbatches"])), hfu=f(r["hfu"]), dtype=dt, peak_tflops=f(r["peak_tflops"]), profile=pname,
-                   attention=attention, loss=loss, moe_host_s=r["moe_host_s"], tp_overlap=tp_overlap_share(tp_overlap) * (cfg.tp > 1))
+                   attention=attention, loss=loss, grad_accum=grad_accum, moe_host_s=r["moe_host_s"], tp_overlap=tp_overlap_share(tp_overlap) * (cfg.tp > 1))
     est.caveats = _caveats(model, cfg, prof)
     if est.oom and advise: est.advice = _advice(model, cfg, topo, est, eff, dp_overlap, mem_fraction, allow_uneven, **kw)
     return est
@@ -278,6 +281,7 @@ def _estimate_text(e: Estimate) -> str:
              f"  links: " + ", ".join(f"{a} {l['level']}" for a, l in e.links.items() if l["group_size"] > 1),
              f"  efficiency {e.efficiency:.3f} ({e.efficiency_source}); profile: {e.profile}"
              + ("" if e.attention == "native" else f"; attention kernels: {e.attention}") + ("" if e.loss == "megatron" else f"; loss: {e.loss}")
+             + ("" if e.grad_accum == "fused" else f"; gradients added up after each micro-batch: {e.grad_accum}")
              + (f"; {100 * e.tp_overlap:.0f} % of TP traffic pipelined with the matmuls" if e.tp_overlap else "")]
     if e.moe_host_s is not None: lines.append(f"  MoE host hold {1e3 * e.moe_host_s:g} ms per MoE layer and micro-batch (Megatron's "
                                               "token-count sync, fitted on its 25.11 and 26.02 releases; --moe-host-ms 0 for 26.06 on)")
@@ -313,6 +317,8 @@ def cli_estimate(argv: list[str]) -> int:
                    help="attention kernels: native to the device (TE/cuDNN, FlashAttention-3), or fa2 (PyTorch SDPA, Triton)")
     p.add_argument("--loss", choices=LOSS_BYTES, default="megatron", help="the loss over the vocabulary as written: megatron "
                    "(unfused), megatron-fused, eager (PyTorch F.cross_entropy) or fused (one kernel); priced without a profile")
+    p.add_argument("--grad-accum", choices=GRAD_ACCUM, default="fused", help="how gradients add up over micro-batches: fused (in "
+                   "the weight-gradient GEMM, Megatron), autograd (DeepSpeed's pipeline engine) or fp32 (its bf16 optimizer)")
     p.add_argument("--json", action="store_true")
     a = p.parse_args(argv)
     dtype = a.dtype if any(x == "--dtype" or x.startswith("--dtype=") for x in argv) else None   # unset: the model's own
@@ -323,7 +329,7 @@ def cli_estimate(argv: list[str]) -> int:
     if a.moe_host_ms is not None and not a.moe_host_ms >= 0: raise UsageError(f"{_PROG}: error: --moe-host-ms {a.moe_host_ms} must be >= 0")
     try: e = estimate(model, cfg, a.topology, efficiency=a.efficiency, dp_overlap=a.dp_overlap, mem_fraction=a.mem_fraction,
                      allow_uneven=a.allow_uneven, dtype=dtype, profile=None if a.profile == "none" else a.profile, tp_overlap=a.tp_overlap, ep_overlap=a.ep_overlap,
-                     flash=not a.no_flash, fused=not a.eager, attention=a.attention, loss=a.loss,
+                     flash=not a.no_flash, fused=not a.eager, attention=a.attention, loss=a.loss, grad_accum=a.grad_accum,
                      moe_host_s=None if a.moe_host_ms is None else a.moe_host_ms / 1e3)
     except ConfigError as err:
         emit({"ok": False, "errors": err.errors}, a.json, "not ok:\n" + "\n".join(f"  - {x}" for x in err.errors)); return 1

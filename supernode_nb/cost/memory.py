@@ -11,8 +11,9 @@ from statistics import NormalDist
 from ..foundation.config import ModelSpec, _mlp_params, _attn_mats, _attn_params
 
 # %% auto #0
-__all__ = ['SCHEDULE_CODE', 'RECOMPUTE_CODE', 'DTYPE_BYTES', 'CATEGORIES', 'DDP_BUCKET_BYTES', 'step_flops',
-           'activation_bytes_per_layer', 'fullest_share', 'engine_activation_bytes_per_layer', 'in_flight']
+__all__ = ['SCHEDULE_CODE', 'RECOMPUTE_CODE', 'DTYPE_BYTES', 'GRAD_ACCUM', 'CATEGORIES', 'DDP_BUCKET_BYTES', 'step_flops',
+           'grad_accum_bytes', 'activation_bytes_per_layer', 'fullest_share', 'engine_activation_bytes_per_layer',
+           'in_flight']
 
 # %% ../../nbs/10_cost/15_memory.ipynb #5b571358
 SCHEDULE_CODE = {"gpipe": 0, "1f1b": 1, "interleaved": 2, "zb-h1": 3}   # zb-h1: zero-bubble H1 (Qi et al. 2023)
@@ -53,6 +54,20 @@ def step_flops(model: ModelSpec, sequences, recompute: str = "none") -> tuple[fl
     _code(recompute, RECOMPUTE_CODE, "recompute")
     rec = {"none": 0.0, "selective": l * core, "full": l * (lin + core)}[recompute]
     return mf, mf + rec
+
+# %% ../../nbs/10_cost/15_memory.ipynb #f19b7b18
+GRAD_ACCUM = {           # HBM bytes per parameter one more micro-batch's accumulation moves: (× gradient bytes w, + fixed)
+    "fused": (0, 0),      # in the weight-gradient GEMM, into fp32 main grads (Megatron's gradient_accumulation_fusion)
+    "autograd": (3, 0),   # autograd's in-place add in the gradients' dtype: read both, write one (DeepSpeed's pipeline engine)
+    "fp32": (1, 16)}      # cast to a new fp32 tensor (read w, write 4), add it into fp32 grads (read 4 + 4, write 4): DeepSpeed's
+                          # bf16 optimizer (`update_hp_grads`)
+
+def grad_accum_bytes(kind: str,   # how the framework accumulates (`GRAD_ACCUM`)
+                     w):           # bytes per gradient element
+    "HBM bytes per parameter that one more micro-batch's gradient accumulation moves."
+    if kind not in GRAD_ACCUM: raise ValueError(f"grad_accum {kind!r} unknown; use one of {', '.join(GRAD_ACCUM)}")
+    a, b = GRAD_ACCUM[kind]
+    return a * np.asarray(w, dtype=float) + b
 
 # %% ../../nbs/10_cost/15_memory.ipynb #a8c3c151
 def activation_bytes_per_layer(model: ModelSpec, micro_batch, tp=1, cp=1, sequence_parallel=False, recompute="none",

@@ -14,7 +14,7 @@ from ..foundation.core import Parser, UsageError, emit
 from ..foundation.config import ModelSpec, ParallelConfig, ConfigError, check, MODEL_PRESETS, DTYPES, add_model_args, model_from_args
 from ..foundation.topology import Topology, TopologyError, get_topology, topology_for, TOPOLOGY_PRESETS, SIZE_PARAM, GiB
 from ..foundation.capabilities import backend_for, engine_gap_columns
-from .memory import DTYPE_BYTES
+from .memory import DTYPE_BYTES, GRAD_ACCUM
 from .steptime import ATTENTION_KERNELS, LOSS_BYTES, TP_OVERLAP
 from .costmodel import (resolve_dtype, _resolve_profile, _gib, _costs, _analytic_links, efficiency_for, estimate, CATEGORIES, COMM_AXES,
                                     SCHEDULE_CODE, RECOMPUTE_CODE)
@@ -192,6 +192,7 @@ def plan(model: ModelSpec, topology: Topology | str, global_batch: int, space: S
          profile=None,                        # machine profile, as for `costmodel.estimate`
          attention: str = "native",           # attention kernels, as for `costmodel.estimate` (fa2: PyTorch SDPA, Triton)
          loss: str = "megatron",              # the loss over the vocabulary as written, as for `costmodel.estimate`
+         grad_accum: str = "fused",           # how gradients add up over micro-batches, as for `costmodel.estimate`
          runnable_only: bool = False,         # keep only plans this engine can run on the topology's backend
          tp_overlap: bool | str = False,      # TP communication pipelined with the matmuls, as for `costmodel.estimate`
          ep_overlap: bool = False,            # MoE all-to-alls beside another micro-batch's compute, as for `costmodel.estimate`
@@ -226,7 +227,7 @@ def plan(model: ModelSpec, topology: Topology | str, global_batch: int, space: S
         with np.errstate(divide="ignore", invalid="ignore"):
             Rs = _costs(model, {**Ss, **Vr, "rw": C["rw"]}, topo, _analytic_links(topo, Ss, ParallelConfig().order), eff, dp_overlap,
                         allow_uneven, dtype=dt, profile=prof, attention=attention, tp_overlap=tp_overlap, loss=loss, ep_overlap=ep_overlap,
-                        moe_host_s=moe_host_s)
+                        moe_host_s=moe_host_s, grad_accum=grad_accum)
     get = lambda k: Rs.get(k, 0.0)
     R = dict(memory=full(get("memory"), np.inf), tokens_per_s=full(get("tokens_per_s"), 0.0), world=full(get("world"), 0.0),
              step_time_s=full(get("step_time_s"), np.inf), mfu=full(get("mfu"), 0.0),
@@ -269,7 +270,7 @@ def plan(model: ModelSpec, topology: Topology | str, global_batch: int, space: S
         e = estimate(model, ParallelConfig(**topl[0]["config"]), topo, efficiency=efficiency, dp_overlap=dp_overlap, mem_fraction=mem_fraction,
                      allow_uneven=allow_uneven,
                      dtype=dt, profile=prof, attention=attention, tp_overlap=tp_overlap, loss=loss, ep_overlap=ep_overlap,
-                     moe_host_s=moe_host_s)
+                     moe_host_s=moe_host_s, grad_accum=grad_accum)
         best["estimate"] = e.to_dict()
     pi = ok[_pareto(mem[ok], tps[ok])] if len(ok) else ok
     par = [_row(c, res, i) for c, i in zip(_configs(_take(S, Vr, pi), range(len(pi)), dt), pi)]
@@ -362,6 +363,8 @@ def cli_plan(argv: list[str]) -> int:
     p.add_argument("--attention", choices=ATTENTION_KERNELS, default="native", help="attention kernels: native, or fa2 (PyTorch SDPA, Triton)")
     p.add_argument("--loss", choices=LOSS_BYTES, default="megatron", help="the loss over the vocabulary as written: megatron, "
                    "megatron-fused, eager or fused")
+    p.add_argument("--grad-accum", choices=GRAD_ACCUM, default="fused", help="how gradients add up over micro-batches, as estimate "
+                   "prices it: fused (Megatron), autograd (DeepSpeed's pipeline engine) or fp32 (its bf16 optimizer)")
     p.add_argument("--tp-overlap", nargs="?", const="te", default=False, choices=TP_OVERLAP, help="TP communication pipelined with the "
                    "matmuls, as estimate prices it (te alone: Megatron --tp-comm-overlap; torch: async TP): inside the scale-up domain only")
     p.add_argument("--ep-overlap", action="store_true", help="MoE all-to-alls beside another micro-batch's compute "
@@ -385,7 +388,7 @@ def cli_plan(argv: list[str]) -> int:
     try: res = plan(model, topo, a.global_batch, SearchSpace(min_devices=a.min_devices), max_devices=a.devices, top=a.top,
                     mem_fraction=a.mem_fraction, efficiency=a.efficiency, dtype=a.dtype, runnable_only=a.runnable,
                     profile=None if a.profile == "none" else a.profile, attention=a.attention, tp_overlap=a.tp_overlap,
-                    loss=a.loss, ep_overlap=a.ep_overlap, moe_host_s=None if a.moe_host_ms is None else a.moe_host_ms / 1e3,
+                    loss=a.loss, grad_accum=a.grad_accum, ep_overlap=a.ep_overlap, moe_host_s=None if a.moe_host_ms is None else a.moe_host_ms / 1e3,
                     allow_uneven=a.allow_uneven)
     except ValueError as e: raise UsageError(f"{_PROG}: error: {e}") from None
     from supernode_nb.foundation.store import auto_record

@@ -43,6 +43,7 @@ class PublishedRun:
     loss: str = "megatron"        # how the loss over the vocabulary is written (`steptime.LOSS_BYTES`): Megatron's unfused by default
     attention: str = "native"     # attention kernels: native to the device (TE/cuDNN, FA3), or "fa2" (PyTorch SDPA's flash, Triton)
     ep_overlap: bool = False      # MoE all-to-alls beside another micro-batch's compute (DeepSeek's DualPipe, Megatron's batch-level overlap)
+    grad_accum: str = "fused"     # how gradients add up over micro-batches (`memory.GRAD_ACCUM`): in Megatron's GEMM, or after it
 
     def topo(self) -> Topology:
         t = topology_for(self.topology, self.config.world_size)
@@ -98,7 +99,7 @@ def _ptdp(m, tp, pp, n, B, tf):
 # %% ../../nbs/10_cost/17_published.ipynb #dc814af5
 # BLOOM and MT-NLG ran on DeepSpeed's pipeline engine, whose TrainSchedule issues ReduceGrads only after the last
 # micro-batch's backward (deepspeed/runtime/pipe/schedule.py): their data-parallel reduction is exposed, not overlapped
-_DS_PIPE = "DeepSpeed pipeline engine: gradients reduced after the last micro-batch (not overlapped)"
+_DS_PIPE = "DeepSpeed pipeline engine: gradients added up after each micro-batch's backward, reduced after the last (not overlapped)"
 _BLOOM = ModelSpec("bloom-176b", layers=70, hidden=14336, heads=112, ffn_hidden=4 * 14336, vocab=250680, seq_len=2048,
                    tied_embeddings=True, learned_pos=False)
 # MT-NLG shape (105 layers, h 20480, 128 heads) from Smith et al. 2022 §3; GPT-2 vocabulary padded to 51200
@@ -212,10 +213,10 @@ PUBLISHED_RUNS: list[PublishedRun] = [
     _llama3(8192, 1, 64, 8192, 430), _llama3(16384, 1, 128, 8192, 400), _llama3(16384, 16, 8, 131072, 380),
     PublishedRun("bloom-176b", _BLOOM, _pc(tp=4, pp=12, dp=8, micro_batch_size=2, global_batch_size=2048, zero=1, recompute="full"),
                  _A100, "step_time_s", 104.70, "bigscience tr11-176B-ml README",
-                 "1F1B; the Jean Zay cluster modelled as a DGX A100 SuperPOD (its network differs); " + _DS_PIPE, dp_overlap=0.0),
+                 "1F1B; the Jean Zay cluster modelled as a DGX A100 SuperPOD (its network differs); bf16 optimizer; " + _DS_PIPE, dp_overlap=0.0, grad_accum="fp32"),
     *[PublishedRun(f"mt-nlg-530b-{n}n", _G530, _pc(tp=8, pp=35, dp=n * 8 // 280, global_batch_size=1920, recompute="full", zero=1),
                    _A100, "step_time_s", t, "MT-NLG paper §2.4",
-                   "micro-batch 1, 1F1B, full recompute (its TFLOP/s match SC21 eq. 3), zero 1, A100 80 GB; " + _DS_PIPE, dp_overlap=0.0)
+                   "micro-batch 1, 1F1B, full recompute (its TFLOP/s match SC21 eq. 3), zero 1, A100 80 GB, fp16 (assumed); " + _DS_PIPE, dp_overlap=0.0, grad_accum="autograd")
       for n, t in ((280, 60.1), (350, 50.2), (420, 44.4))],
     *_TT8, *_TT_BIG, *_MB_H100, *_MB_GB200, *_NEMO,
 ]
@@ -249,8 +250,7 @@ def _mb_moe(name, model, n, gbs, mbs, pp, vp, ep, val, release, fp8, system="DGX
     c = _pc(dp=n // pp, pp=pp, ep=ep, micro_batch_size=mbs, global_batch_size=gbs, zero=1, schedule="interleaved" if vp > 1 else "1f1b",
             virtual_stages=vp, reduce_dtype="fp32")
     return PublishedRun(name, model, c, topology, "tokens_per_s_per_device", val, _MBR.format(release, system, "FP8" if fp8 else "BF16"), "alltoall dispatcher, no recompute; GPT-OSS's sliding-window layers "
-                        "and attention sinks priced as full attention", allow_uneven=True,
-                        flash=True, fp8_linear=fp8, loss="megatron-fused")
+                        "and attention sinks priced as full attention", allow_uneven=True, flash=True, fp8_linear=fp8, loss="megatron-fused")
 _BW = {"DGX-GB200": "gb200-nvl72", "DGX-B200": "dgx-b200-superpod"}   # a DGX B200: 8 GPUs at 1,000 W, NVLink within the node
 MOE_RUNS: list[PublishedRun] = [   # the GB200/B200 rows (MOE_FIT_RUNS) fit `MOE_HOST_S`; the H100 rows check it out of sample
     *[_mb_moe(f"mb-{s.lower()[4:]}-qwen3-30b-a3b-{rel.replace('.', '')}", _QWEN3_30B, 8, 512, mbs, 1, 1, 8, v, rel, True, s, _BW[s])
@@ -292,7 +292,7 @@ def predict_run(run: PublishedRun,   # the run
     r = _costs(run.model, C, topo, _analytic_links(topo, C, run.config.order), eff, run.dp_overlap, run.allow_uneven,
                dtype="fp8" if run.fp8_linear else run.config.dtype, tp_overlap=run.tp_overlap, flash=run.flash, fused=run.fused,
                selective_mm=run.selective_mm, zero3_regather=run.zero3_regather, moe_host_s=moe_host_s,
-               cp_merge=run.cp_merge, zero3_flat=run.zero3_flat, attention=run.attention, loss=run.loss, ep_overlap=run.ep_overlap)
+               cp_merge=run.cp_merge, zero3_flat=run.zero3_flat, attention=run.attention, loss=run.loss, ep_overlap=run.ep_overlap, grad_accum=run.grad_accum)
     return _metric(run, r).reshape(np.shape(efficiency) if efficiency is not None else ())
 
 def _log_errors(runs, effs) -> np.ndarray:

@@ -12,7 +12,7 @@ from ..foundation.topology import Topology
 from .engineops import engine_ops, engine_tensors, ENGINE_BUCKET_BYTES, _n_buckets, blocking_collectives, ring_ops, ring_shifts
 from .commcost import collective_time_array, hierarchical_time, _outer_index, _blocks
 from .memory import (_counts, _memory, step_flops, SCHEDULE_CODE, RECOMPUTE_CODE, DTYPE_BYTES, CATEGORIES,
-                                     DDP_BUCKET_BYTES)
+                                     DDP_BUCKET_BYTES, grad_accum_bytes)
 
 # %% auto #0
 __all__ = ['AXIS_GROUPS', 'FP32_TFLOPS', 'FP32_RATIO_ASSUMED', 'FP8_TFLOPS', 'EFFICIENCY', 'EFFICIENCY_MBRIDGE',
@@ -101,7 +101,7 @@ def peak_tflops(chip, dtype: str = "bf16") -> tuple[float, str]:   # a `topology
     return chip.tflops_bf16 * FP32_RATIO_ASSUMED, f"assumed: 1/{round(1 / FP32_RATIO_ASSUMED)} of the bf16 peak"
 
 EFFICIENCY: dict[str, float] = {   # chip name -> matmul efficiency, fitted to published runs (`published`)
-    "H100 SXM": 0.62, "A100 80GB SXM": 0.675, "H100 96GB HBM2e (500 W)": 0.575, "B200 (GB200)": 0.62}
+    "H100 SXM": 0.62, "A100 80GB SXM": 0.68, "H100 96GB HBM2e (500 W)": 0.575, "B200 (GB200)": 0.62}
 EFFICIENCY_MBRIDGE: dict[str, float] = {   # fitted to the only published runs of the chip, Megatron-Bridge's (`mbridge.fit_gb300`)
     "B300 (GB300)": 0.745}                 # at 1,400 W it sustains ~1.2x GB200's rate under the same datasheet peak
 
@@ -226,9 +226,10 @@ def _compute(model, C, c, mem, rate, hbm_GBps, o):
     if o["profile"] is not None: e_pass, t_logits = 0.0, 0.0 # a profile's per-operator cost holds the element-wise work
     c_f, c_b = (Ls * x / bw for x in _fp8_cast_bytes(model, mbs, tp, cp, C["ep"])) if fp8 else (0.0, 0.0)
     hold = Ls * model.moe_share * o.get("moe_host_s", MOE_HOST_S) * (model.is_moe and o.get("engine") == "megatron")   # host-bound MoE dispatch
+    acc = 0.0 if o["profile"] is not None else o.get("gacc", 0.0) * np.where(C["zero"] >= 2, mem["Pd"] / mem["D"] + mem["Pe"] / mem["edp"], mem["Pd"] + mem["Pe"]) / bw * (1 - 1 / np.maximum(mem["m"], 1))   # accumulating gradients
     m_f, m_b = (0.0, 0.0) if o["profile"] is not None or not o.get("cp_merge", True) else (Ls * x / bw for x in _cp_merge_bytes(model, mbs, tp, cp, w))
     t_mb = (t_mm + Ls * e_pass * (1 + (1 if o.get("fused", True) else EAGER_BACKWARD) + (rc == 2)) + t_logits + c_f * (1 + (rc == 2)) + c_b
-            + hold + m_f * (1 + (rc == 2)) + m_b)
+            + hold + m_f * (1 + (rc == 2)) + m_b + acc)
     t_fwd = t_mm * fwd_f / mb_f + Ls * e_pass + t_logits / 2 + c_f + hold / 3 + m_f
     return dict(t_mb=t_mb, t_fwd=t_fwd, t_bwd=t_mb - t_fwd, t_mm=t_mm, t_core=t_core, t_step=t_core / cp + t_ring)   # t_step: a ring step
 
@@ -330,12 +331,11 @@ def collectives_per_step(model: ModelSpec, cfg: ParallelConfig) -> dict:
 
 def _costs(model: ModelSpec, C: dict, topo: Topology, links: dict, efficiency, dp_overlap: float = 1.0, allow_uneven: bool = False, *,
            dtype: str = "bf16", profile=None, tp_overlap=False, flash=True, fused=True, selective_mm=0.0, zero3_regather=True,
-           moe_host_s=None, cp_merge=True, zero3_flat=False, attention="native", contention=None, loss="megatron", ep_overlap=False) -> dict:
+           moe_host_s=None, cp_merge=True, zero3_flat=False, attention="native", contention=None, loss="megatron", ep_overlap=False, grad_accum="fused") -> dict:
     "Memory (first and last stage, by category) and step time (by part) of the configurations in columns `C`."
     if loss not in LOSS_BYTES: raise ValueError(f"loss {loss!r} unknown; use one of {', '.join(LOSS_BYTES)}")
-    if dtype == "fp8" and profile is not None:
-        raise ValueError(f"dtype fp8: machine profile {getattr(profile, 'name', '')!r} measured no float8 matmuls; "
-                         "price fp8 from the datasheet (no profile)")
+    if dtype == "fp8" and profile is not None: raise ValueError(f"dtype fp8: machine profile {getattr(profile, 'name', '')!r} measured no float8 matmuls; "
+                                                              "price fp8 from the datasheet (no profile)")
     c, w = _counts(model), DTYPE_BYTES[dtype]
     engine = "supernode_nb" if profile is not None or getattr(topo, "preset", None) == "local" else "megatron"   # whose runtime
     first, last, mem = _memory(model, C, c, allow_uneven, w, engine, flash)
@@ -348,7 +348,7 @@ def _costs(model: ModelSpec, C: dict, topo: Topology, links: dict, efficiency, d
     qh = hide if profile is None else np.clip(1 - _vec(lambda r: profile.queued(int(r)))(rph) / qa, 0, 1)   # queued time, what compute hides
     o = dict(dp_overlap=dp_overlap, hide=hide, qhide=qh, qalone=qa, tp_share=tp_overlap_share(tp_overlap), ep_overlap=ep_overlap, profile=profile, dtype=dtype, rph=rph, flash=flash, fused=fused,
              selective_mm=selective_mm, regather=zero3_regather, engine=engine, moe_host_s=MOE_HOST_S if moe_host_s is None else moe_host_s, cp_merge=cp_merge,
-             zero3_flat=zero3_flat, loss_bytes=LOSS_BYTES[loss], attn_slow=attention_slowdown(topo.chip, attention) if profile is None else 1.0,
+             zero3_flat=zero3_flat, loss_bytes=LOSS_BYTES[loss], gacc=grad_accum_bytes(grad_accum, w), attn_slow=attention_slowdown(topo.chip, attention) if profile is None else 1.0,
              bucket=ENGINE_BUCKET_BYTES if engine == "supernode_nb" else DDP_BUCKET_BYTES,
              levels=[l.name for l in topo.levels], scaleup=sum(l.scope != "cluster" for l in topo.levels), contention=(OVERLAP_CONTENTION
              if profile is None else 0.0) if contention is None else contention)   # a profile measures its own overlap
