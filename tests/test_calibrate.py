@@ -8,7 +8,7 @@ import dataclasses, json, math, multiprocessing as mp
 import numpy as np
 import pytest
 from supernode_nb.foundation.config import ParallelConfig as P, get_model
-from supernode_nb.cost.profile import MachineProfile, find_profile
+from supernode_nb.cost.profile import MachineProfile, find_profile, left_by
 from supernode_nb.runtime.calibrate import calibrate, cli_calibrate
 from supernode_nb.runtime.probes import comm_cpu
 from supernode_nb.runtime.accuracy import local_check, predict
@@ -107,7 +107,10 @@ def test_calibration_is_measured_and_saved(prof, tmp_path, capsys):
     w2 = prof.detail["waits"]["2"]                                                       # a supervised tp 2 step's waits, measured
     assert min(w2["measured_s"]) > 0 and w2["priced_s"] > 0
     assert prof.waits["2"] == round(min(3.0, max(0.5, w2["measured_s"][0] / w2["priced_s"])), 3)   # one run (quick): its ratio
-    assert 0.01 < prof.skew_phase_s["2"] < 0.2    # the compute phase the sync wait was measured after, as it ran (20 ms asked)
+    # the compute phase the sync wait was measured after (20 ms asked), as it ran: the profile keeps it as on an idle host, so
+    # scaled by what other work left the two ranks (`_to_idle`; one CI run, a browser test winding down beside it, kept 9 ms)
+    f = left_by(prof.devices, prof.detail["background_cores"].get("2", 0.0), 2)
+    assert 0.01 < prof.skew_phase_s["2"] / f < 0.2, (prof.skew_phase_s, prof.detail["background_cores"])
     coll = [r for r in prof.detail["link_rows"] if r["op"] != "handoff"]              # each collective's CPU while it ran,
     assert coll and all("cpu" in r for r in coll)                                        # pooled by time into the world's figure
     assert set(prof.comm_cpu) == {"2"} and abs(prof.comm_cpu["2"] - comm_cpu(coll)) < 1e-3
