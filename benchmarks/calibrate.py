@@ -1,4 +1,4 @@
-"""The estimate against measured steps of `supernode-nb run` on this machine (issue 10 §4, "This machine").
+"""The estimate against measured steps of `supernode-nb run` on this machine (the README's "This machine").
 
 Calibrates this machine into a profile (`runtime.calibrate.calibrate`: matmul rate, per-operator overhead, executor
 costs, the per-operator cost per token carried, share of a core per world size, gloo alpha-beta and hand-off latency per world x group size), then for every

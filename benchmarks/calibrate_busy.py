@@ -1,4 +1,4 @@
-"""A calibration made on a busy host against one made on an idle one (issue 10 §1: one profile, an idle host's).
+"""A calibration made on a busy host against one made on an idle one: one profile, an idle host's.
 
 Calibrates this machine twice, interleaved `--rounds` times: once idle, once beside a process that burns `--duty` of a
 core in 10 ms slices (a notebook kernel, a browser, the last test's processes winding down). Each profile prices the

@@ -1,4 +1,4 @@
-"""What the flight recorder costs (issue 14 §1: ≤ 2 % of a step).
+"""What the flight recorder costs (goal: ≤ 2 % of a step).
 
 Two measurements:
 - intrinsic: the same 1 KB all_reduce on a 1-rank gloo group through `Comm`, with a recorder whose flight ring is

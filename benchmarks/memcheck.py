@@ -1,4 +1,4 @@
-"""Memory per rank measured beside the cost model (issue 10 §3).
+"""Memory per rank measured beside the cost model.
 
 For every case of `runtime.memcheck.CASES` (recompute none / selective / full, SP on and off, GPipe and 1F1B
 micro-batches in flight, ZeRO 0 and 1, dense and MoE, two model sizes) runs one training step on local ranks and

@@ -1,6 +1,6 @@
 """Planner speed: every configuration for 8,192 devices, searched and scored. Prints JSON.
 
-Goal (issue 6): under 1 s per search. Run: python benchmarks/planner.py [--repeats 3]
+Goal: under 1 s per search. Run: python benchmarks/planner.py [--repeats 3]
 Wall time depends on what else the machine runs (load_avg_1min is printed); cpu_seconds is this process's own time.
 """
 import argparse, json, platform, statistics, time

@@ -1,6 +1,6 @@
 """Cost model vs published training runs: leave-one-out error. Prints JSON.
 
-Goal (issue 10 §4): median |error| <= 10 %, max <= 20 %, ZeRO-3 scaling rows included.
+Goal: median |error| <= 10 %, max <= 20 %, ZeRO-3 scaling rows included.
 Each row is predicted with its device type's one efficiency fitted to all the other rows (supernode_nb.cost.published).
 torchtitan's Float8 rows are priced with their linears in float8 (dtype "fp8"). Its long-context rows (context parallelism at
 32k-256k tokens, LONG_CONTEXT_RUNS) are reported beside: out of sample at the table's fitted efficiency, and leave-one-out with them in.

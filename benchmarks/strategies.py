@@ -1,4 +1,4 @@
-"""Our strategies beside PyTorch's, on local gloo ranks, in one run (issue 4's Performance section).
+"""Our strategies beside PyTorch's, on local gloo ranks, in one run.
 
 - dp:     our DataParallel (and ZeRO-1) vs torch DDP, the same GPT and data, 4 ranks: step-time ratio (goal <= 1.0);
 - pp:     our 1F1B (`pp.run_schedule`: receives posted ahead, no loss broadcast) vs

@@ -234,6 +234,6 @@ def test_dashboard_in_browser(lab):
             assert v["shown_error_pct"] is not None and abs(v["shown_error_pct"] - v["error_pct"]) < 0.2, (k, v)
     for k, v in acc.items():
         assert v and v.get("measured_s"), (k, runs[k])
-        # issue 10: the estimate the dashboard shows within 25 % of the measured mean step, in the median of the interleaved runs
+        # the estimate the dashboard shows within 25 % of the measured mean step, in the median of the interleaved runs
         assert abs(v["error_pct"]) <= 25, f"{k}: estimate {v['estimate_s'] * 1e3:.1f} ms vs measured {v['measured_s'] * 1e3:.1f} ms " \
                                           f"({v['error_pct']:+.1f} %), {v['host_load']:.2f} cores busy elsewhere, load {os.getloadavg()[0]:.1f}"

@@ -1,4 +1,4 @@
-"""Issue 14 §1: a hang explained from the ranks' flight rings — hand-built rings for each cause, and real hangs on gloo."""
+"""A hang explained from the ranks' flight rings — hand-built rings for each cause, and real hangs on gloo."""
 import pytest
 from supernode_nb.comm.collectives import CommRecorder
 from supernode_nb.comm.flight import explain, lines, flight_table, flight_figure, where

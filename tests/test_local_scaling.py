@@ -1,4 +1,4 @@
-"""Issue 6: scaling measured locally beside the prediction (weak scaling over dp)."""
+"""Scaling measured locally beside the prediction (weak scaling over dp)."""
 import math
 from supernode_nb.runtime.accuracy import local_scaling, local_scaling_figure
 

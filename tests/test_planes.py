@@ -1,4 +1,4 @@
-"""Issue 14 §5 (seed 001): a NIC bound to the wrong plane flagged by the placement check and by doctor, with its cost."""
+"""A NIC bound to the wrong plane flagged by the placement check and by doctor, with its cost."""
 import pytest
 from supernode_nb.foundation.config import get_model, ParallelConfig
 from supernode_nb.foundation.layout import RankLayout
@@ -8,7 +8,7 @@ from supernode_nb.foundation.planes import check_binding, host_binding, slowed_t
 from supernode_nb.ops.doctor import doctor
 from supernode_nb.ops.netcheck import check_plane_binding, check_link_speed
 
-SWAP = {"parameter": "eth0", "management": "ib0"}           # seed 001: parameter and management NICs swapped
+SWAP = {"parameter": "eth0", "management": "ib0"}           # parameter and management NICs swapped
 
 
 def test_placement_flags_the_axis_on_the_wrong_plane():

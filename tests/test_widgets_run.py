@@ -136,7 +136,7 @@ def test_run_on_an_ipyparallel_cluster():
 
 
 def test_dashboard_runs_are_archived(tmp_path, monkeypatch):
-    "Issue 7: every run is recorded — the dashboard's as well as the command line's."
+    "Every run is recorded — the dashboard's as well as the command line's."
     monkeypatch.setenv("SUPERNODE_NB_ARCHIVE", "on"); monkeypatch.setenv("SUPERNODE_NB_HOME", str(tmp_path))
     from supernode_nb.foundation.store import Archive
     from supernode_nb.ui.widgets import LiveView

@@ -1,4 +1,4 @@
-"""Seed 000 §7's decision path as a function: the model's structure, the network, the goals and the team in, a family of strategies out — each step with the seed's reason — then handed to the planner for degrees.
+"""A decision path for choosing a strategy family, as a function: the model's structure, the network, the goals and the team in, a family of strategies out — each step with its reason — then handed to the planner for degrees.
 
 Docs: https://supernode-nb.github.io/supernode_nb/10_cost/advisor.html.md"""
 
@@ -21,7 +21,7 @@ EXPERIENCE = ("high", "low")            # the team's experience with comm tuning
 
 @dataclass
 class Situation:
-    "The answers to seed 000 §7's four questions, as data."
+    "The answers to the decision path's four questions, as data."
     model: ModelSpec                    # the model to train (layers, hidden, experts ...)
     topology: Topology                  # where it will run: domain size, link levels, planes
     goal: str = "throughput"            # "throughput" (extreme throughput) or "stability" (stable, recoverable)
@@ -41,10 +41,10 @@ class Situation:
 @dataclass
 class Step:
     "One question of the decision path, answered."
-    question: str                       # the seed's question, in English
+    question: str                       # the question asked
     found: str                          # what this situation answers, with its numbers
     decision: str                       # what the helper concludes for the strategy family
-    seed: str                           # the seed's reasoning, quoted (Chinese), with its section
+    why: str                            # the reasoning behind the decision
 
 @dataclass
 class Advice:
@@ -52,7 +52,7 @@ class Advice:
     use: list                           # axes in the recommended family, e.g. ["dp", "pp"]
     avoid: dict                         # axis -> why it is kept out (degree 1)
     tp_max: int                         # largest tp the network supports well (tp stays inside this)
-    steps: list                         # the `Step`s, in the seed's order
+    steps: list                         # the `Step`s, in the path's order
     def family(self) -> str: return " + ".join(self.use) + (f" (tp ≤ {self.tp_max})" if "tp" in self.use else "")
     def text(self) -> str:
         lines = [f"{i}. {s.question} {s.found} → {s.decision}" for i, s in enumerate(self.steps, 1)]
@@ -72,10 +72,10 @@ def model_state_bytes(m: ModelSpec) -> int:
     return TRAIN_BYTES_PER_PARAM * num_params(m)
 
 # %% ../../nbs/10_cost/14_advisor.ipynb #d2c27ce1
-_S61 = "§6.1 如果模型层数较深，但单层权重可以放入单卡，优先采用数据并行叠加流水并行……同时避免张量并行对低时延链路的强依赖。"
-_S62 = "§6.2 当单层参数规模大到无法由单卡承载时，需要引入张量并行。此时应尽量将张量并行组限制在同一高速互联域内。"
-_S63 = "§6.3 对于采用混合专家结构的模型，专家并行是必需项。但应结合数据并行减少专家并行组的规模，并引入负载均衡策略。"
-_S7_1 = "§7.1 先确认模型结构约束：单层参数是否超限、是否包含专家结构、层数是否足够深。"
+_S61 = "A deep model whose layers each fit one device: data plus pipeline parallelism first, keeping tensor parallelism (and its dependence on low-latency links) out."
+_S62 = "A layer too large for one device forces tensor parallelism; keep its group inside one high-speed domain."
+_S63 = "An MoE needs expert parallelism; combine it with data parallelism so expert groups stay small, and balance the load."
+_S7_1 = "First the model's own constraints: does a layer exceed one device, does it have experts, is it deep enough to split?"
 
 def _structure(s: Situation, use: set, avoid: dict) -> Step:
     mem = s.topology.chip.memory_bytes
@@ -98,7 +98,7 @@ def _structure(s: Situation, use: set, avoid: dict) -> Step:
                 _S63 if s.model.is_moe else _S61)
 
 # %% ../../nbs/10_cost/14_advisor.ipynb #17273c94
-_S7_2 = "§7 在高带宽节点内链路充足的情况下，张量并行带来的收益更容易兑现；在跨节点带宽有限的条件下，应尽量减少跨节点的张量同步，转而用流水并行与数据并行吸收通信压力。"
+_S7_2 = "With ample bandwidth inside a node, tensor parallelism pays off; where the cross-node network is limited, keep tensor traffic inside and let pipeline and data parallelism carry the cross-node load."
 FAST_RATIO = 4.0                         # inner/outer bandwidth ratio above which the outer network counts as limited
 
 def _network(s: Situation, use: set, avoid: dict) -> tuple[Step, int]:
@@ -115,8 +115,8 @@ def _network(s: Situation, use: set, avoid: dict) -> tuple[Step, int]:
     return Step("How fast are the links inside and across nodes?", found, decision, _S7_2), tp_max
 
 # %% ../../nbs/10_cost/14_advisor.ipynb #ec9596ae
-_S7_3 = "§7.3 随后评估数据规模与训练时长目标：是否需要极限吞吐，还是更关注稳定可恢复。"
-_S64 = "§6.4 如果团队在通信调优与故障定位方面经验较少，建议从成熟度更高的数据并行入手，逐步引入流水并行。张量并行与专家并行对集群拓扑感知、算子适配和监控能力要求更高，不适合作为首期落地的主要策略。"
+_S7_3 = "Then the data and the time goal: maximum throughput, or a run that is stable and recovers?"
+_S64 = "A team new to communication tuning and fault location starts with data parallelism and adds pipelines; tensor and expert parallelism need topology awareness, operator support and monitoring first."
 
 def _goals(s: Situation, use: set, avoid: dict) -> Step:
     if s.goal == "throughput":
@@ -139,7 +139,7 @@ def _team(s: Situation, use: set, avoid: dict, required: set) -> Step:
 LONG_SEQUENCE = 32768                     # tokens from which context parallelism is part of the family
 
 def advise(s: Situation) -> Advice:
-    "Walk seed 000 §7's four questions in order; return the strategy family and each step's reason."
+    "Walk the decision path's four questions in order; return the strategy family and each step's reason."
     if errs := s.check(): raise ConfigError(errs)
     use, avoid = set(), {}
     steps = [_structure(s, use, avoid)]
@@ -155,7 +155,7 @@ def advise(s: Situation) -> Advice:
 def in_family(cfg: dict, a: Advice, stability: bool = False) -> bool:
     "Whether the planner's config dict `cfg` uses only the advice's axes, within its limits."
     if any(cfg.get(ax, 1) > 1 for ax in a.avoid): return False
-    if "ep" in a.use and cfg.get("ep", 1) <= 1: return False      # an MoE's family: expert parallelism is a must (§6.3)
+    if "ep" in a.use and cfg.get("ep", 1) <= 1: return False      # an MoE's family: expert parallelism is a must
     if cfg.get("tp", 1) > max(a.tp_max, 1): return False
     return not (stability and cfg.get("pp", 1) > 4)
 

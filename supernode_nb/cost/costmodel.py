@@ -336,7 +336,7 @@ def cli_estimate(argv: list[str]) -> int:
     except ValueError as err: raise UsageError(f"{_PROG}: error: {err}") from None
     from supernode_nb.foundation.store import auto_record
     auto_record({"model": model.to_dict(), "config": cfg.to_dict(), "estimate": e.to_dict()}, kind="plan", topology=a.topology)
-    from supernode_nb.cost.profile import error_band          # past predicted-vs-measured errors with this profile (issue 10 §5)
+    from supernode_nb.cost.profile import error_band          # past predicted-vs-measured errors with this profile
     band = error_band(e.profile if e.efficiency_source.startswith("profile") else None)
     text = band["text"]
     if not e.efficiency_source.startswith("profile") and a.topology != "local":   # preset figures: the published runs' errors

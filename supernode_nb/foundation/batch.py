@@ -1,4 +1,4 @@
-"""Batch size and learning rate move together (seed 003's common mistake): the linear and square-root scaling rules, and a warning when a run changes its global batch but not its learning rate.
+"""Batch size and learning rate move together (a common mistake is to change one without the other): the linear and square-root scaling rules, and a warning when a run changes its global batch but not its learning rate.
 
 Docs: https://supernode-nb.github.io/supernode_nb/00_foundation/batch.html.md"""
 
@@ -39,7 +39,7 @@ def batch_lr_warning(old_batch: int,          # global batch of the reference ru
     want = scaled_lr(old_lr, old_batch, new_batch, rule)
     if abs(new_lr - want) <= tolerance * want: return None
     return (f"global batch {old_batch} → {new_batch} (×{new_batch / old_batch:g}) with lr {old_lr:g} → {new_lr:g}: "
-            f"the {rule} rule for {optimizer} suggests lr {want:.3g} (seed 003: 批次大小…联动学习率)")
+            f"the {rule} rule for {optimizer} suggests lr {want:.3g} (the learning rate should move with the batch)")
 
 # %% ../../nbs/00_foundation/07_batch.ipynb #367b9327
 def global_batch_of(micro_batch_size: int,   # sequences per micro-batch on one rank

@@ -1,4 +1,4 @@
-"""`doctor`: seed 001's layered troubleshooting path — model, framework, communication, operators, scheduling, network, physical — each layer checked with what this machine can measure, a verdict, and the next thing to look at.
+"""`doctor`: a layered troubleshooting path — model, framework, communication, operators, scheduling, network, physical — each layer checked with what this machine can measure, a verdict, and the next thing to look at.
 
 Docs: https://supernode-nb.github.io/supernode_nb/50_ops/doctor.html.md"""
 
@@ -298,7 +298,7 @@ def doctor(model: ModelSpec | str | None = None,    # a preset name or spec (def
            commbench: list | str | None = None,         # comm-bench rows (or their JSON file) to judge the links by
            subnets: dict | None = None,                 # plane -> CIDR: check this host's interfaces and *_SOCKET_IFNAME
            ) -> Report:
-    "Run seed 001's layered checks for `model` under `config` on `world` ranks; return a `Report`."
+    "Run the layered checks for `model` under `config` on `world` ranks; return a `Report`."
     model = get_model(model) if isinstance(model, str) else (model or MODEL_PRESETS["tiny-gpt"])
     if config is None: config = ParallelConfig(dp=world or 2)
     world = world or config.world_size
@@ -323,7 +323,7 @@ def parse_binding(s: str) -> dict:
 # %% ../../nbs/50_ops/50_doctor.ipynb #134c9cc6
 def cli_doctor(argv: list[str]) -> int:
     "supernode-nb doctor: the seven-layer diagnosis of this machine (exit 1 when a check fails)."
-    p = Parser(prog="supernode-nb doctor", description="Layered troubleshooting (seed 001): model, framework, communication, "
+    p = Parser(prog="supernode-nb doctor", description="Layered troubleshooting: model, framework, communication, "
                "operators, scheduling, network, physical.")
     add_model_args(p); add_parallel_args(p, world=True)
     p.add_argument("--quick", action="store_true", help="skip the slow checks")

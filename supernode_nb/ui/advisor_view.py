@@ -1,4 +1,4 @@
-"""The decision helper in the dashboard: seed 000 §7's questions asked of the picked model and topology, the strategy family and its fastest plans shown, the best one loaded into the pick.
+"""The decision helper in the dashboard: the decision path's questions asked of the picked model and topology, the strategy family and its fastest plans shown, the best one loaded into the pick.
 
 Docs: https://supernode-nb.github.io/supernode_nb/60_ui/advisor_view.html.md"""
 
@@ -19,20 +19,20 @@ __all__ = ['advice_html', 'AdvisorView']
 def advice_html(a: Advice,          # the helper's answer
                 rows: list,         # the planner's configurations inside the family (`plan_family`)
                 ) -> str:
-    "The advice as HTML: one row per step with the seed's reason, the family, and the planner's best in it."
+    "The advice as HTML: one row per step with its reason, the family, and the planner's best in it."
     steps = "".join(f"<tr><td>{i}</td><td><b>{escape(s.question)}</b><br>{escape(s.found)}<br>→ {escape(s.decision)}</td>"
-                    f"<td style='color:#555'>{escape(s.seed)}</td></tr>" for i, s in enumerate(a.steps, 1))
+                    f"<td style='color:#555'>{escape(s.why)}</td></tr>" for i, s in enumerate(a.steps, 1))
     avoid = "".join(f"<li>no {escape(ax)}: {escape(w)}</li>" for ax, w in a.avoid.items())
     cfgs = "".join(f"<tr><td>tp{r['config']['tp']} pp{r['config']['pp']} dp{r['config']['dp']} ep{r['config']['ep']} "
                    f"cp{r['config']['cp']}</td><td>{r['devices']}</td><td>{r.get('step_time_s', float('nan')):.2f} s</td></tr>"
                    for r in rows) or "<tr><td colspan=3><i>no configuration of this family fits: relax the goal or add devices</i></td></tr>"
-    return (f"<table class='snb-advice'><tr><th>#</th><th>question → decision</th><th>seed 000</th></tr>{steps}</table>"
+    return (f"<table class='snb-advice'><tr><th>#</th><th>question → decision</th><th>why</th></tr>{steps}</table>"
             f"<p><b>family: {escape(a.family())}</b></p><ul>{avoid}</ul>"
             f"<table class='snb-advice-plans'><tr><th>config</th><th>devices</th><th>step</th></tr>{cfgs}</table>")
 
 # %% ../../nbs/60_ui/66_advisor_view.ipynb #770b6e96
 class AdvisorView:
-    "The decision helper as a panel: goal and experience in, the seed's steps and the family's best plans out."
+    "The decision helper as a panel: goal and experience in, the path's steps and the family's best plans out."
     def __init__(self, state: DashboardState,    # the dashboard's state: model and topology come from it
                  global_batch: int = 1024):       # sequences per step the plans are searched for
         self.state, self.global_batch, self.advice, self.rows = state, global_batch, None, []

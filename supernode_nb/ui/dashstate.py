@@ -323,7 +323,7 @@ def synthetic_records(world: int = 2, steps: int = 3, experts: int = 0, seed: in
     return out
 
 # %% ../../nbs/60_ui/61_dashstate.ipynb #8e543606
-LAYER_OF_MODULE = {  # module of supernode_nb (or torch) -> the seeds' layer
+LAYER_OF_MODULE = {  # module of supernode_nb (or torch) -> the stack's layer
     "model": "model & data", "data": "model & data", "checkpoint": "model & data",
     "dp": "training framework", "tp": "training framework", "pp": "training framework", "ep": "training framework",
     "engine": "training framework", "runner": "training framework",
