@@ -67,7 +67,8 @@ def probe_npu(isolated: bool = False, timeout: float = 60.0) -> Probe:
     try:
         tnpu = importlib.import_module("torch_npu")
         npu = getattr(torch, "npu")
-        if not npu.is_available(): return Probe("npu", False, "torch_npu imported but no NPU visible", 0, getattr(tnpu, "__version__", None))
+        if not npu.is_available():
+            return Probe("npu", False, "torch_npu imported but no NPU visible", 0, getattr(tnpu, "__version__", None))
         return Probe("npu", True, "torch_npu", npu.device_count(), getattr(tnpu, "__version__", None))
     except BaseException as e:          # ImportError without CANN, RuntimeError / OSError from a broken install
         if isinstance(e, KeyboardInterrupt): raise
@@ -141,24 +142,42 @@ class BackendSupport:
 _F = ("float32", "float64", "bfloat16", "float16")
 _fs = frozenset
 _GLOO = BackendSupport(
-    "gloo", move=_fs(_F + ("int64", "int32", "int8", "uint8", "bool")), p2p=_fs(DTYPES),
-    reduce={**{d: _fs(REDUCE_OPS) for d in _F}, **{d: _fs({"sum", "max", "min", "prod"}) for d in ("int64", "int32", "int8", "uint8", "bool")}},
-    source="measured with torch 2.13 gloo on 2 CPU ranks (tests/test_backend.py re-checks every cell)", verified=True)
+    "gloo",
+    move=_fs(_F + ("int64", "int32", "int8", "uint8", "bool")),
+    p2p=_fs(DTYPES),
+    reduce={
+        **{d: _fs(REDUCE_OPS) for d in _F},
+        **{d: _fs({"sum", "max", "min", "prod"}) for d in ("int64", "int32", "int8", "uint8", "bool")},
+    },
+    source="measured with torch 2.13 gloo on 2 CPU ranks (tests/test_backend.py re-checks every cell)",
+    verified=True,
+)
 _NCCL_MOVE = _fs(_F + ("int64", "int32", "int8", "uint8", "bool", "float8_e4m3fn", "float8_e5m2"))
 _NCCL = BackendSupport(
-    "nccl", move=_NCCL_MOVE, p2p=_NCCL_MOVE,
+    "nccl",
+    move=_NCCL_MOVE,
+    p2p=_NCCL_MOVE,
     reduce={**{d: _fs(REDUCE_OPS) for d in _F + ("int64", "int32", "int8", "uint8")}, "bool": _fs({"sum", "max", "min", "prod"})},
     source="torch ProcessGroupNCCL dtype map (ncclInt8/Uint8/Int32/Int64/Half/Float/Double/Bfloat16; bool as uint8; fp8 move-only); not run here",
-    verified=False)
+    verified=False,
+)
 _HCCL_MOVE = _fs(("int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64", "float16", "float32", "float64", "bfloat16"))
 _HCCL = BackendSupport(
-    "hccl", move=_HCCL_MOVE, p2p=_HCCL_MOVE,
-    reduce={"int8": _fs({"sum", "prod", "max", "min"}), "int16": _fs({"sum", "max", "min"}),
-            "int32": _fs({"sum", "prod", "max", "min"}), "int64": _fs({"sum", "prod", "max", "min"}),
-            "float16": _fs({"sum", "prod", "max", "min"}), "float32": _fs({"sum", "prod", "max", "min"}),
-            "bfloat16": _fs({"sum", "max", "min"})},
+    "hccl",
+    move=_HCCL_MOVE,
+    p2p=_HCCL_MOVE,
+    reduce={
+        "int8": _fs({"sum", "prod", "max", "min"}),
+        "int16": _fs({"sum", "max", "min"}),
+        "int32": _fs({"sum", "prod", "max", "min"}),
+        "int64": _fs({"sum", "prod", "max", "min"}),
+        "float16": _fs({"sum", "prod", "max", "min"}),
+        "float32": _fs({"sum", "prod", "max", "min"}),
+        "bfloat16": _fs({"sum", "max", "min"}),
+    },
     source="CANN HCCL API reference, Atlas A2/A3 (HcclAllReduce, HcclReduceScatter, HcclAllGather, HcclAlltoAll, HcclBroadcast, HcclSend); not run here",
-    verified=False)
+    verified=False,
+)
 SUPPORT: dict[str, BackendSupport] = {"gloo": _GLOO, "nccl": _NCCL, "hccl": _HCCL}
 
 # %% ../../nbs/20_comm/20_backend.ipynb #861c2da9
@@ -179,7 +198,8 @@ def _why_not(backend: str, op: str, dtype, reduce_op: str | None = None) -> str 
     if op == "send_recv": ok = s.p2p
     elif op in MOVING: ok = s.move
     else:
-        if d not in s.reduce: return f"{backend} does not support {op} on {d}: no reduction on {d} (reducible: {', '.join(sorted(s.reduce))})"
+        if d not in s.reduce:
+            return f"{backend} does not support {op} on {d}: no reduction on {d} (reducible: {', '.join(sorted(s.reduce))})"
         rop = rop or "sum"
         if rop not in s.reduce[d]:
             return f"{backend} does not support {op} with reduce op {rop!r} on {d} (on {d}: {', '.join(sorted(s.reduce[d]))})"
@@ -209,7 +229,14 @@ def measure_support(rank: int, world_size: int, device: str = "cpu", dtypes=DTYP
     def attempt(key, f):
         try: f(); out[key] = "ok"
         except Exception as e: out[key] = _first_line(e)[:160]
-    rops = {"sum": dist.ReduceOp.SUM, "avg": dist.ReduceOp.AVG, "max": dist.ReduceOp.MAX, "min": dist.ReduceOp.MIN, "prod": dist.ReduceOp.PRODUCT}
+
+    rops = {
+        "sum": dist.ReduceOp.SUM,
+        "avg": dist.ReduceOp.AVG,
+        "max": dist.ReduceOp.MAX,
+        "min": dist.ReduceOp.MIN,
+        "prod": dist.ReduceOp.PRODUCT,
+    }
     W = world_size
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

@@ -48,7 +48,10 @@ class CommRecorder:
     def last(self) -> CommRecord | None: return self.records[-1] if self.records else None
     def add(self, axis, op, nbytes, group_size, start, end, wait_s, async_op=False, tag="", issue_s=0.0):
         if self.enabled:
-            self.records.append(CommRecord(self.rank, axis, op, int(nbytes), group_size, start, end, wait_s, async_op, self.step, tag, issue_s))
+            self.records.append(
+                CommRecord(self.rank, axis, op, int(nbytes), group_size, start, end, wait_s, async_op, self.step, tag, issue_s)
+            )
+
     def clear(self): self.records.clear()
     def __len__(self): return len(self.records)
     def __repr__(self): return f"CommRecorder(rank={self.rank}, {len(self.records)} records)"
@@ -185,7 +188,8 @@ class CommWork:
             t1 = time.monotonic(); flight_state(self._fl, "done")
             comm, axis, op, nbytes, start = self._meta
             if self._finish is not None: self._result = self._finish()
-            if comm.recorder is not None: comm.recorder.add(axis, op, nbytes, comm.size(axis), start, t1, t1 - t0, True, issue_s=self.issue_s)
+            if comm.recorder is not None:
+                comm.recorder.add(axis, op, nbytes, comm.size(axis), start, t1, t1 - t0, True, issue_s=self.issue_s)
             self._done = True
         return self._result
     def is_completed(self) -> bool: return self._done or all(w is None or w.is_completed() for w in self._works)
@@ -230,7 +234,10 @@ def all_reduce(self: Comm, t: torch.Tensor, axis: str, op: str = "sum", async_op
     "Reduce `t` over the group of `axis`, in place; returns `t`."
     ranks, pg = self._group(axis)
     if pg is None: return _Done(t) if async_op else t
-    return self._run(axis, "all_reduce", _nb(t), lambda: dist.all_reduce(t, op=_OPS[op], group=pg, async_op=async_op), t, async_op, dtype=_dt(t))
+    return self._run(
+        axis, "all_reduce", _nb(t), lambda: dist.all_reduce(t, op=_OPS[op], group=pg, async_op=async_op), t, async_op, dtype=_dt(t)
+    )
+
 
 @patch
 def all_gather(self: Comm, t: torch.Tensor, axis: str, dim: int = 0, async_op: bool = False):

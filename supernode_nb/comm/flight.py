@@ -166,8 +166,11 @@ def flight_figure(flights: dict[int, list[dict]],   # rank -> its flight ring
                                x=[f"#{s}" for s in seqs], y=[f"rank {r}" + (" ✗" if r in named else "") for r in g],
                                hovertemplate="%{y}, %{x}: %{text}<extra></extra>"))
     fig.update_yaxes(autorange="reversed")
-    fig.update_layout(title=f"group {list(g)}: " + ("; ".join(f"{c['kind']} rank {c['rank']}" for c in causes if tuple(c["group"]) == g) or "no cause"),
-                      height=160 + 40 * len(g), width=120 + 110 * max(len(seqs), 1))
+    fig.update_layout(
+        title=f"group {list(g)}: " + ("; ".join(f"{c['kind']} rank {c['rank']}" for c in causes if tuple(c["group"]) == g) or "no cause"),
+        height=160 + 40 * len(g),
+        width=120 + 110 * max(len(seqs), 1),
+    )
     return fig
 
 # %% ../../nbs/20_comm/22_flight.ipynb #56f8ac99

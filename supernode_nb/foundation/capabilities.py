@@ -13,12 +13,14 @@ from .config import ModelSpec, ParallelConfig
 __all__ = ['ENGINE_CAPABILITIES', 'BACKEND_OF_VENDOR', 'backend_for', 'engine_gaps', 'engine_gap_columns']
 
 # %% ../../nbs/00_foundation/06_capabilities.ipynb #6415b123
-_ALL = dict(zero=(0, 1, 2, 3),                                     # ZeRO stages the engine implements
-            cp=True,                                               # context parallelism (cp > 1): ring attention, parallel.cp; engine_check adds cp's own constraints
-            schedules=("gpipe", "1f1b", "interleaved", "zb-h1"),   # pipeline schedules
-            dtypes=("fp32", "bf16"),                               # parameter / activation dtypes
-            tied_embeddings_pp=False,                              # a tied embedding shared across pipeline stages
-            kv_replication=False)                                  # tp larger than the key/value heads (GQA replication)
+_ALL = dict(
+    zero=(0, 1, 2, 3),  # ZeRO stages the engine implements
+    cp=True,  # context parallelism (cp > 1): ring attention, parallel.cp; engine_check adds cp's own constraints
+    schedules=("gpipe", "1f1b", "interleaved", "zb-h1"),  # pipeline schedules
+    dtypes=("fp32", "bf16"),  # parameter / activation dtypes
+    tied_embeddings_pp=False,  # a tied embedding shared across pipeline stages
+    kv_replication=False,
+)                                  # tp larger than the key/value heads (GQA replication)
 ENGINE_CAPABILITIES: dict[str, dict] = {"gloo": dict(_ALL), "nccl": dict(_ALL), "hccl": dict(_ALL)}
 BACKEND_OF_VENDOR = {"cpu": "gloo", "nvidia": "nccl", "ascend": "hccl"}
 
@@ -36,7 +38,9 @@ def engine_gaps(spec: ModelSpec,        # the model
     cap, out = ENGINE_CAPABILITIES[backend], []
     if cfg.cp > 1 and not cap["cp"]: out.append(f"cp={cfg.cp}: context parallelism is not implemented in the engine (use cp=1)")
     if cfg.cp > 1 and cap["cp"] and spec.seq_len % (2 * cfg.cp):
-        out.append(f"seq_len={spec.seq_len} not divisible by 2·cp = {2 * cfg.cp}: the engine's ring attention gives each cp rank two chunks (one from each end)")
+        out.append(
+            f"seq_len={spec.seq_len} not divisible by 2·cp = {2 * cfg.cp}: the engine's ring attention gives each cp rank two chunks (one from each end)"
+        )
     if cfg.zero not in cap["zero"]: out.append(f"zero={cfg.zero}: the engine implements ZeRO {', '.join(map(str, cap['zero']))}")
     if cfg.schedule not in cap["schedules"]: out.append(f"schedule {cfg.schedule!r} is not implemented in the engine")
     if getattr(cfg, "dtype", "fp32") not in cap["dtypes"]: out.append(f"dtype {cfg.dtype} is not implemented on {backend}")
@@ -61,10 +65,14 @@ def engine_gaps(spec: ModelSpec,        # the model
 def engine_gap_columns(spec: ModelSpec, C: dict, backend: str = "gloo", schedule_names=None, dtype: str = "fp32") -> dict:
     "Reason -> boolean array (broadcast over the columns `C`: tp, cp, pp, zero, sched codes) of what the engine lacks."
     cap = ENGINE_CAPABILITIES[backend]
-    out = {"context parallelism (cp > 1) is not implemented": (C["cp"] > 1) & (not cap["cp"]),
-           "seq_len not divisible by 2·cp (two chunks per cp rank)": (C["cp"] > 1) & bool(cap["cp"]) & (spec.seq_len % (2 * np.asarray(C["cp"])) != 0),
-           f"ZeRO stage not in {cap['zero']}": ~np.isin(C["zero"], cap["zero"]),
-           f"dtype {dtype} not implemented on {backend}": np.full(np.shape(C["tp"]), dtype not in cap["dtypes"])}
+    out = {
+        "context parallelism (cp > 1) is not implemented": (C["cp"] > 1) & (not cap["cp"]),
+        "seq_len not divisible by 2·cp (two chunks per cp rank)": (C["cp"] > 1)
+        & bool(cap["cp"])
+        & (spec.seq_len % (2 * np.asarray(C["cp"])) != 0),
+        f"ZeRO stage not in {cap['zero']}": ~np.isin(C["zero"], cap["zero"]),
+        f"dtype {dtype} not implemented on {backend}": np.full(np.shape(C["tp"]), dtype not in cap["dtypes"]),
+    }
     if schedule_names is not None:
         ok = [c for n, c in schedule_names.items() if n in cap["schedules"]]
         out["schedule not implemented"] = ~np.isin(C["sched"], ok)
@@ -73,8 +81,11 @@ def engine_gap_columns(spec: ModelSpec, C: dict, backend: str = "gloo", schedule
     if spec.kv_channels and spec.q_dim != spec.hidden:
         out["attention wider than hidden (kv_channels)"] = np.ones(np.shape(C["tp"]), bool)
     if 0 < spec.window < spec.seq_len: out["sliding-window attention"] = np.ones(np.shape(C["tp"]), bool)
-    if spec.is_moe and (spec.shared_ffn or spec.dense_layers): out["shared experts or leading dense layers"] = np.ones(np.shape(C["tp"]), bool)
+    if spec.is_moe and (spec.shared_ffn or spec.dense_layers):
+        out["shared experts or leading dense layers"] = np.ones(np.shape(C["tp"]), bool)
     if spec.kv_lora: out["multi-head latent attention"] = np.ones(np.shape(C["tp"]), bool)
-    if "v" in C:   # `config.check` refuses these; the planner prices them on request (`plan(allow_uneven=True)`)
-        out["uneven pipeline split (layers not divisible by pp × virtual_stages)"] = spec.layers % (np.asarray(C["pp"]) * np.asarray(C["v"])) != 0
+    if "v" in C:  # `config.check` refuses these; the planner prices them on request (`plan(allow_uneven=True)`)
+        out["uneven pipeline split (layers not divisible by pp × virtual_stages)"] = (
+            spec.layers % (np.asarray(C["pp"]) * np.asarray(C["v"])) != 0
+        )
     return out

@@ -99,8 +99,10 @@ def _layer_params(m: ModelSpec, experts_counted: int, dense: bool = False) -> in
     "One layer: a MoE layer with `experts_counted` experts, its router and its shared MLP; or, with `dense`, one of the leading dense layers."
     h, b = m.hidden, int(m.bias)
     attn = _attn_params(m)
-    if dense or not m.is_moe: mlp = _mlp_params(m, (m.dense_ffn or m.ffn_hidden) if dense else m.ffn_hidden)
-    else: mlp = _mlp_params(m, m.ffn_hidden) * max(experts_counted, 1) + h * m.experts + (_mlp_params(m, m.shared_ffn) if m.shared_ffn else 0)
+    if dense or not m.is_moe:
+        mlp = _mlp_params(m, (m.dense_ffn or m.ffn_hidden) if dense else m.ffn_hidden)
+    else:
+        mlp = _mlp_params(m, m.ffn_hidden) * max(experts_counted, 1) + h * m.experts + (_mlp_params(m, m.shared_ffn) if m.shared_ffn else 0)
     norms = 2 * h * (1 + b)
     return attn + mlp + norms
 
@@ -159,8 +161,8 @@ class ParallelConfig:
     schedule: str = "1f1b"            # pipeline schedule: gpipe, 1f1b, interleaved, zb-h1 (zero bubble)
     virtual_stages: int = 1           # model chunks per pipeline rank (interleaved 1F1B)
     zero: int = 0                     # ZeRO stage 0–3
-    recompute: str = "none"           # activation recompute: none, selective, full
-    dtype: str = "fp32"               # parameters and activations: fp32, or bf16 (fp32 master weights and optimizer); fp8 as bf16 with float8 linears (priced only)
+    recompute: str = "none"  # activation recompute: none, selective, full
+    dtype: str = "fp32"  # parameters and activations: fp32, or bf16 (fp32 master weights and optimizer); fp8 as bf16 with float8 linears (priced only)
     reduce_dtype: str = "fp32"        # dtype gradients are reduced in over dp (fp32 or bf16)
     order: str = DEFAULT_ORDER        # rank order, leftmost axis innermost
 
@@ -253,7 +255,9 @@ def check(model: ModelSpec, cfg: ParallelConfig, world_size: int | None = None) 
         if model.kv_heads not in (None, model.heads):
             e.append(f"kv_heads={model.kv_heads} with MLA (kv_lora={model.kv_lora}): every head has its own key and value")
         if not 0 <= model.rope_dim < model.head_dim:
-            e.append(f"rope_dim={model.rope_dim} must be < kv_channels={model.head_dim}: a head's key is its own part plus the shared rotary part")
+            e.append(
+                f"rope_dim={model.rope_dim} must be < kv_channels={model.head_dim}: a head's key is its own part plus the shared rotary part"
+            )
     if cfg.schedule not in SCHEDULES: e.append(f"schedule {cfg.schedule!r} unknown; use {', '.join(SCHEDULES)}")
     if cfg.recompute not in RECOMPUTE: e.append(f"recompute {cfg.recompute!r} unknown; use {', '.join(RECOMPUTE)}")
     if not 0 <= cfg.zero <= 3: e.append(f"zero={cfg.zero} must be 0, 1, 2 or 3")
@@ -303,7 +307,9 @@ def add_parallel_args(p: Parser, world: bool = False):
     p.add_argument("--sequence-parallel", action="store_true")
     p.add_argument("--micro-batch", type=int, default=1, help="micro-batch size")
     p.add_argument("--global-batch", type=int, default=None, help="global batch size (sequences)")
-    p.add_argument("--micro-batches", type=int, default=None, help="micro-batches per step per pipeline (the global batch: this × micro-batch × dp)")
+    p.add_argument(
+        "--micro-batches", type=int, default=None, help="micro-batches per step per pipeline (the global batch: this × micro-batch × dp)"
+    )
     p.add_argument("--schedule", choices=SCHEDULES, default="1f1b")
     p.add_argument("--virtual-stages", type=int, default=1)
     p.add_argument("--zero", type=int, default=0)
@@ -386,5 +392,9 @@ def cli_validate(argv: list[str]) -> int:
     model, cfg = model_from_args(a), config_from_args(a)
     errs = check(model, cfg, a.world)
     out = {"ok": not errs, "errors": errs, "model": model.name, "config": cfg.to_dict(), "world_size": a.world or cfg.world_size}
-    emit(out, a.json, "ok: " + f"{model.name} on {out['world_size']} ranks" if not errs else "not ok:\n" + "\n".join(f"  - {x}" for x in errs))
+    emit(
+        out,
+        a.json,
+        "ok: " + f"{model.name} on {out['world_size']} ranks" if not errs else "not ok:\n" + "\n".join(f"  - {x}" for x in errs),
+    )
     return 0 if not errs else 1

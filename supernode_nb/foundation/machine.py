@@ -114,7 +114,8 @@ def _check_levels(self: Topology):
     bad = [l.scope for l in self.levels if l.scope not in SCOPES]
     if bad: raise TopologyError(f"unknown level scope(s) {bad}; use {', '.join(SCOPES)}")
     order = [SCOPES.index(l.scope) for l in self.levels]
-    if order != sorted(order): raise TopologyError(f"levels must run innermost first (node, domain, cluster); got {[l.scope for l in self.levels]}")
+    if order != sorted(order):
+        raise TopologyError(f"levels must run innermost first (node, domain, cluster); got {[l.scope for l in self.levels]}")
     names = [l.name for l in self.levels]
     if len(set(names)) < len(names): raise TopologyError(f"level names must be distinct: {names}")
     first = {s: next((i for i, l in enumerate(self.levels) if l.scope == s), None) for s in SCOPES}
@@ -124,7 +125,9 @@ def _check_levels(self: Topology):
     dom = first["domain"] if first["domain"] is not None else cl
     self._scope_level = {"node": first["node"] if first["node"] is not None else dom, "domain": dom, "cluster": cl}
     for l in self.levels:
-        if l.plane not in self.planes: raise TopologyError(f"level {l.name!r} rides plane {l.plane!r}, which is not in planes {list(self.planes)}")
+        if l.plane not in self.planes:
+            raise TopologyError(f"level {l.name!r} rides plane {l.plane!r}, which is not in planes {list(self.planes)}")
+
 
 @patch
 def _check_ids(self: Topology, ids) -> list[int]:

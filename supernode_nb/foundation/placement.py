@@ -218,7 +218,8 @@ def _reason(self: Placement, axis: str, n: int) -> str:
     if axis in ("dp", "edp"): return f"{axis} is placed outermost by design (a replica = tp×ep×cp×pp = {rep} ranks)"
     block = {"tp": "tp", "ep": "tp-ep", "cp": "tp-ep-cp", "pp": "tp-ep-cp-pp"}.get(axis)
     if block and b.get(block, 0) > D:
-        if axis == "pp": return f"a pipeline (tp×ep×cp×pp = {rep} ranks) does not fit a {D}-device domain; pp crosses to the next level by design"
+        if axis == "pp":
+            return f"a pipeline (tp×ep×cp×pp = {rep} ranks) does not fit a {D}-device domain; pp crosses to the next level by design"
         return f"{axis} groups are kept in blocks of {block.replace('-', '×')} = {b[block]} ranks (tp innermost), larger than a {D}-device domain"
     return f"{len(self.topology.unhealthy)} unhealthy devices left too few aligned slots (placed with fallback {self.mode!r})"
 

@@ -167,7 +167,9 @@ def _misplaced(T: Topology, ax: str, plane: str, lands: str, nodes: list[int]) -
     "dp: parameter traffic of node(s) 0–3 (4) lands on the management plane via eth0 (1.25 GB/s per node, not 200)"
     nic = T.nics.get(T.binding_of(nodes[0]).get(plane, ""))
     where = ",".join(map(str, nodes)) if len(nodes) <= 5 else f"{nodes[0]}–{nodes[-1]} ({len(nodes)})"
-    how = f" via {nic.name} ({nic.bandwidth_GBps:g} GB/s per node, not {T.planes[plane].bandwidth_GBps:g})" if nic else " (no such interface)"
+    how = (
+        f" via {nic.name} ({nic.bandwidth_GBps:g} GB/s per node, not {T.planes[plane].bandwidth_GBps:g})" if nic else " (no such interface)"
+    )
     return f"{ax}: {plane} traffic of node(s) {where} lands on the {lands} plane{how}"
 
 # %% ../../nbs/00_foundation/07_planes.ipynb #92d84937

@@ -228,7 +228,9 @@ def record(self:Archive, kind: str, model: ModelSpec | dict, config: ParallelCon
     if kind not in ("run", "plan"): raise ValueError(f"kind {kind!r} must be 'run' or 'plan'")
     m, c = plain(model), plain(config)
     if not isinstance(m, dict) or not isinstance(c, dict):
-        raise TypeError(f"model and config must be a ModelSpec/ParallelConfig or dicts, got {type(model).__name__}, {type(config).__name__}")
+        raise TypeError(
+            f"model and config must be a ModelSpec/ParallelConfig or dicts, got {type(model).__name__}, {type(config).__name__}"
+        )
     topo = topology_summary(topology)
     world = world_size or math.prod(int(c.get(a, 1)) for a in ("tp", "cp", "dp", "pp"))
     row = dict(kind=kind, label=label, created=time.time(), started=started, finished=finished, outcome=outcome,
@@ -295,7 +297,10 @@ def list_runs(self:Archive, kind: str | None = None, model: str | None = None, o
               **degrees: int) -> list[RunRecord]:
     "Records, newest first, filtered by kind, model name, outcome, label substring, time, and degrees (`tp=2`)."
     bad = [k for k in degrees if k not in ("tp", "pp", "dp", "ep", "cp", "world_size")]
-    if bad: raise TypeError(f"list_runs: unknown filter(s) {', '.join(bad)}; use kind, model, outcome, label, since, limit, tp, pp, dp, ep, cp, world_size")
+    if bad:
+        raise TypeError(
+            f"list_runs: unknown filter(s) {', '.join(bad)}; use kind, model, outcome, label, since, limit, tp, pp, dp, ep, cp, world_size"
+        )
     where, args = [], []
     for col, v in (("kind", kind), ("model_name", model), ("outcome", outcome), *degrees.items()):
         if v is not None: where.append(f"{col} = ?"); args.append(v)
@@ -321,7 +326,9 @@ def auto_record(result: dict, *, kind: str = "run", path=None, **kw) -> int | No
     try:
         a = Archive(path)
         if kind == "run": return a.record_result(result, **kw)
-        return a.record_plan(result["model"], result["config"], **{k: v for k, v in {**result, **kw}.items() if k not in ("model", "config")})
+        return a.record_plan(
+            result["model"], result["config"], **{k: v for k, v in {**result, **kw}.items() if k not in ("model", "config")}
+        )
     except Exception as e:
         print(f"supernode-nb: warning: not archived ({type(e).__name__}: {e})", file=sys.stderr)
         return None

@@ -59,9 +59,11 @@ def cloudmatrix384(supernodes: int = 1) -> Topology:
     Latencies are assumed defaults."""
     _check_size("supernodes", supernodes)
     ub = 392.0
-    levels = (LinkLevel("ub-node", "node", ub, 2e-6, "ub", "arXiv 2506.12708: > 392 GB/s per NPU; " + _ASSUMED_LAT),
-              LinkLevel("ub", "domain", round(ub * 0.97, 2), 3e-6, "ub", "392 GB/s less the < 3 % cross-node loss, + < 1 µs (arXiv 2506.12708)"),
-              LinkLevel("roce", "cluster", 50.0, 10e-6, "parameter", "RDMA plane 400 Gb/s per NPU (arXiv 2506.12708); " + _ASSUMED_LAT))
+    levels = (
+        LinkLevel("ub-node", "node", ub, 2e-6, "ub", "arXiv 2506.12708: > 392 GB/s per NPU; " + _ASSUMED_LAT),
+        LinkLevel("ub", "domain", round(ub * 0.97, 2), 3e-6, "ub", "392 GB/s less the < 3 % cross-node loss, + < 1 µs (arXiv 2506.12708)"),
+        LinkLevel("roce", "cluster", 50.0, 10e-6, "parameter", "RDMA plane 400 Gb/s per NPU (arXiv 2506.12708); " + _ASSUMED_LAT),
+    )
     vpc = (50.0, "VPC plane, 400 Gb/s per node, shared by data, storage, management and service (arXiv 2506.12708)")
     planes = _planes(Plane("ub", 8 * ub, "collectives inside the supernode (scale-up UB plane, 7 sub-planes)", "arXiv 2506.12708"),
                      (8 * 50.0, "RDMA plane, 8 × 400 Gb/s per node"), vpc, vpc, vpc, vpc)
@@ -75,8 +77,10 @@ def atlas_a2_pod(nodes: int = 16) -> Topology:
     (a tunable default); parameter plane 8 × 200GE RoCE per server (one per NPU); data plane 2 × 25GE; service plane
     4 × 25GE. Storage and management planes have no figure in the sources: assumed defaults. MindSpeed: HCCS domain 8."""
     _check_size("nodes", nodes)
-    levels = (LinkLevel("hccs", "node", 196.0, 2e-6, "hccs", "392 GB/s aggregate per NPU read as bidirectional (disputed); " + _ASSUMED_LAT),
-              LinkLevel("roce", "cluster", 25.0, 10e-6, "parameter", "200GE per NPU (secondary); " + _ASSUMED_LAT))
+    levels = (
+        LinkLevel("hccs", "node", 196.0, 2e-6, "hccs", "392 GB/s aggregate per NPU read as bidirectional (disputed); " + _ASSUMED_LAT),
+        LinkLevel("roce", "cluster", 25.0, 10e-6, "parameter", "200GE per NPU (secondary); " + _ASSUMED_LAT),
+    )
     planes = _planes(Plane("hccs", 8 * 196.0, "collectives inside the server (HCCS full mesh)", "secondary, disputed"),
                      (200.0, "8 × 200GE RoCE per server (secondary)"), (6.25, "2 × 25GE per server (secondary)"),
                      (6.25, "assumed: 2 × 25GE like the data plane (no source)"), (1.25, "assumed: 10GE (no source)"),
@@ -90,9 +94,11 @@ def atlas_a3_superpod(nodes: int = 24) -> Topology:
     (910_93) is 384 devices, i.e. 24 servers; RoCE between domains. Per-die bandwidths are the package figures of
     `cloudmatrix384` halved (assumed: the two dies share the package's links) — tunable defaults."""
     _check_size("nodes", nodes)
-    levels = (LinkLevel("hccs-node", "node", 196.0, 2e-6, "hccs", "half of 392 GB/s per 910C (assumed split); " + _ASSUMED_LAT),
-              LinkLevel("hccs", "domain", round(196.0 * 0.97, 2), 3e-6, "hccs", "as hccs-node less < 3 % cross-node loss (arXiv 2506.12708)"),
-              LinkLevel("roce", "cluster", 25.0, 10e-6, "parameter", "half of 400 Gb/s per 910C (assumed split); " + _ASSUMED_LAT))
+    levels = (
+        LinkLevel("hccs-node", "node", 196.0, 2e-6, "hccs", "half of 392 GB/s per 910C (assumed split); " + _ASSUMED_LAT),
+        LinkLevel("hccs", "domain", round(196.0 * 0.97, 2), 3e-6, "hccs", "as hccs-node less < 3 % cross-node loss (arXiv 2506.12708)"),
+        LinkLevel("roce", "cluster", 25.0, 10e-6, "parameter", "half of 400 Gb/s per 910C (assumed split); " + _ASSUMED_LAT),
+    )
     vpc = (50.0, "VPC plane 400 Gb/s per node, shared (arXiv 2506.12708)")
     planes = _planes(Plane("hccs", 16 * 196.0, "collectives inside the 384-die domain", "assumed split of the UB figures"),
                      (16 * 25.0, "RoCE, 400 Gb/s per 910C package"), vpc, vpc, vpc, vpc)
@@ -104,11 +110,18 @@ def _dgx(preset: str, chip: Chip, nodes: int, nvl: float, nic_Gbps: int, source:
     "A DGX SuperPOD: 8 GPUs per node on NVSwitch (`nvl` GB/s per direction), one `nic_Gbps` NIC per GPU, two storage ports of that speed."
     _check_size("nodes", nodes)
     nic = nic_Gbps / 8                                    # GB/s per GPU
-    levels = (LinkLevel("nvlink", "node", nvl, 2e-6, "nvlink", f"{nvl:g} GB/s per direction per GPU ({source}); "
-                        + _ASSUMED_LAT), LinkLevel("ib", "cluster", nic, 5e-6, "parameter", f"{nic_Gbps} Gb/s per GPU ({source}); " + _ASSUMED_LAT))
-    planes = _planes(Plane("nvlink", 8 * nvl, "collectives inside the node (NVSwitch)", source),
-                     (8 * nic, f"compute fabric: 8 × {nic_Gbps} Gb/s per node"), (2 * nic, "assumed: shares the storage fabric"),
-                     (2 * nic, f"2 × {nic_Gbps} Gb/s storage ports per node ({storage})"), (12.5, "assumed: 100GbE in-band"), (12.5, "assumed: 100GbE in-band"))
+    levels = (
+        LinkLevel("nvlink", "node", nvl, 2e-6, "nvlink", f"{nvl:g} GB/s per direction per GPU ({source}); " + _ASSUMED_LAT),
+        LinkLevel("ib", "cluster", nic, 5e-6, "parameter", f"{nic_Gbps} Gb/s per GPU ({source}); " + _ASSUMED_LAT),
+    )
+    planes = _planes(
+        Plane("nvlink", 8 * nvl, "collectives inside the node (NVSwitch)", source),
+        (8 * nic, f"compute fabric: 8 × {nic_Gbps} Gb/s per node"),
+        (2 * nic, "assumed: shares the storage fabric"),
+        (2 * nic, f"2 × {nic_Gbps} Gb/s storage ports per node ({storage})"),
+        (12.5, "assumed: 100GbE in-band"),
+        (12.5, "assumed: 100GbE in-band"),
+    )
     return Topology(preset, chip, levels, planes, devices_per_node=8, nodes=nodes, nodes_per_domain=1, nodes_per_supernode=su,
                     vendor="nvidia", preset=preset, sizes=dict(nodes=nodes))
 
@@ -136,8 +149,14 @@ def _nvl72(preset: str, chip: Chip, racks: int, nic_Gbps: int, nic_src: str) -> 
     _check_size("racks", racks)
     levels = (LinkLevel("nvlink", "domain", 900.0, 2e-6, "nvlink", "1.8 TB/s NVLink5 per GPU (secondary); " + _ASSUMED_LAT),
               LinkLevel("ib", "cluster", nic_Gbps / 8, 5e-6, "parameter", f"{nic_Gbps} Gb/s per GPU ({nic_src}); " + _ASSUMED_LAT))
-    planes = _planes(Plane("nvlink", 4 * 900.0, "collectives inside the 72-GPU rack (NVLink switch trays)", "secondary"),
-                     (nic_Gbps / 2, f"4 × {nic_Gbps} Gb/s per tray ({nic_src})"), (50.0, "assumed"), (50.0, "assumed"), (12.5, "assumed"), (12.5, "assumed"))
+    planes = _planes(
+        Plane("nvlink", 4 * 900.0, "collectives inside the 72-GPU rack (NVLink switch trays)", "secondary"),
+        (nic_Gbps / 2, f"4 × {nic_Gbps} Gb/s per tray ({nic_src})"),
+        (50.0, "assumed"),
+        (50.0, "assumed"),
+        (12.5, "assumed"),
+        (12.5, "assumed"),
+    )
     return Topology(preset, chip, levels, planes, devices_per_node=4, nodes=18 * racks, nodes_per_domain=18,
                     vendor="nvidia", preset=preset, sizes=dict(racks=racks), host_prefix="tray")
 
@@ -180,10 +199,13 @@ def is_topology_file(name) -> bool:
 def get_topology(name: str, **sizes) -> Topology:
     "The preset `name` built with `sizes` (e.g. nodes=64), or a topology file (`load_topology`); clear errors for unknown names and sizes."
     if is_topology_file(name):
-        if extra := sorted(set(sizes) - {"nodes"}): raise TopologyError(f"topology file {str(name)!r} takes nodes=..., not {', '.join(extra)}")
+        if extra := sorted(set(sizes) - {"nodes"}):
+            raise TopologyError(f"topology file {str(name)!r} takes nodes=..., not {', '.join(extra)}")
         return load_topology(name, **sizes)
     if name not in TOPOLOGY_PRESETS:
-        raise TopologyError(f"unknown topology preset {name!r}; known: {', '.join(TOPOLOGY_PRESETS)}; or a {' / '.join(TOPOLOGY_FILES)} file")
+        raise TopologyError(
+            f"unknown topology preset {name!r}; known: {', '.join(TOPOLOGY_PRESETS)}; or a {' / '.join(TOPOLOGY_FILES)} file"
+        )
     param = SIZE_PARAM[name][0]
     extra = sorted(set(sizes) - {param})
     if extra: raise TopologyError(f"preset {name!r} takes {param}=..., not {', '.join(extra)}")
@@ -208,7 +230,19 @@ def from_dict(cls: Topology, d: dict) -> Topology:
     return get_topology(d["preset"], **d.get("sizes", {})).with_unhealthy(d.get("unhealthy", []))
 
 # %% ../../nbs/00_foundation/02_topology.ipynb #354b99aa
-_SPEC = {"name", "base", "nodes", "devices_per_node", "nodes_per_domain", "nodes_per_supernode", "vendor", "note", "chip", "levels", "planes"}
+_SPEC = {
+    "name",
+    "base",
+    "nodes",
+    "devices_per_node",
+    "nodes_per_domain",
+    "nodes_per_supernode",
+    "vendor",
+    "note",
+    "chip",
+    "levels",
+    "planes",
+}
 _CHIP = {"name", "tflops_bf16", "memory_gib", "hbm_GBps", "tflops_fp8", "tflops_fp32", "die", "note"}
 _LEVEL = {"name", "scope", "bandwidth_GBps", "latency_us", "plane", "note"}
 
@@ -226,7 +260,8 @@ def _level(where, d, src, base: LinkLevel | None = None) -> LinkLevel:
     d = _table(where, d, _LEVEL)
     f = {**(dict(name=base.name, scope=base.scope, bandwidth_GBps=base.bandwidth_GBps, latency_us=base.latency_s * 1e6, plane=base.plane)
             if base else {}), **d}
-    if missing := [k for k in ("name", "scope", "bandwidth_GBps", "latency_us") if k not in f]: raise TopologyError(f"{where}: missing {', '.join(missing)}")
+    if missing := [k for k in ("name", "scope", "bandwidth_GBps", "latency_us") if k not in f]:
+        raise TopologyError(f"{where}: missing {', '.join(missing)}")
     if f["scope"] not in SCOPES: raise TopologyError(f"{where}: scope {f['scope']!r} must be one of {', '.join(SCOPES)}")
     changed = ", ".join(sorted(set(d) - {"note"}))
     note = d.get("note") or (f"from {src}" if base is None else f"{changed} from {src}; base: {base.note}" if changed else base.note)
@@ -248,8 +283,12 @@ def topology_from_spec(spec: dict,             # a topology file's contents (see
     for k in ("tflops_bf16", "hbm_GBps", "tflops_fp8", "tflops_fp32"):
         if k in c: _pos(f"{source}: chip.{k}", c[k])
     fields = {**(asdict(base.chip) if base else {}), **c}
-    if missing := [k for k in ("name", "tflops_bf16", "memory_bytes", "hbm_GBps") if k not in fields]: raise TopologyError(f"{source}: chip needs {', '.join(missing)}")
-    if "note" not in c: fields["note"] = f"{', '.join(sorted(set(c) - {'name', 'die'})) or 'name'} from {source}" + (f"; the rest {base.chip.name}'s ({base.chip.note})" if base else "")
+    if missing := [k for k in ("name", "tflops_bf16", "memory_bytes", "hbm_GBps") if k not in fields]:
+        raise TopologyError(f"{source}: chip needs {', '.join(missing)}")
+    if "note" not in c:
+        fields["note"] = f"{', '.join(sorted(set(c) - {'name', 'die'})) or 'name'} from {source}" + (
+            f"; the rest {base.chip.name}'s ({base.chip.note})" if base else ""
+        )
     chip = Chip(**fields) if c or base is None else base.chip
     L = s.get("levels", {})
     if isinstance(L, list): levels = tuple(_level(f"{source}: levels[{i}]", d, source) for i, d in enumerate(L))
@@ -265,10 +304,14 @@ def topology_from_spec(spec: dict,             # a topology file's contents (see
     if (vendor := s.get("vendor", base.vendor if base else "nvidia")) not in VISIBLE_DEVICES:
         raise TopologyError(f"{source}: vendor {vendor!r} must be one of {', '.join(VISIBLE_DEVICES)}")
     if base: planes = dict(base.planes)
-    else:   # the parameter plane from the outermost level; a scale-up plane per level that names one; the rest assumed
-        planes = _planes(None, (dpn * levels[-1].bandwidth_GBps, f"{dpn} × the {levels[-1].name} level"), *[(12.5, f"assumed: not in {source}")] * 4)
+    else:  # the parameter plane from the outermost level; a scale-up plane per level that names one; the rest assumed
+        planes = _planes(
+            None, (dpn * levels[-1].bandwidth_GBps, f"{dpn} × the {levels[-1].name} level"), *[(12.5, f"assumed: not in {source}")] * 4
+        )
         for l in levels: planes.setdefault(l.plane, Plane(l.plane, l.bandwidth_GBps * dpn, f"collectives on {l.name}", l.note))
-    for k, p in _table(f"{source}: planes", s.get("planes", {}), set(planes) | {"parameter", "data", "storage", "management", "service"}).items():
+    for k, p in _table(
+        f"{source}: planes", s.get("planes", {}), set(planes) | {"parameter", "data", "storage", "management", "service"}
+    ).items():
         p, old = _table(f"{source}: planes.{k}", p, {"bandwidth_GBps", "carries", "note"}), planes.get(k)
         planes[k] = Plane(k, float(_pos(f"{source}: planes.{k}.bandwidth_GBps", p.get("bandwidth_GBps", old.bandwidth_GBps if old else 0))),
                           p.get("carries", old.carries if old else "given in " + source), p.get("note", f"from {source}"))
@@ -282,6 +325,8 @@ def load_topology(path,                   # a .toml or .json file
     p = str(path)
     try:
         with open(p, "rb") as f: spec = tomllib.load(f) if p.lower().endswith(".toml") else json.load(f)
-    except FileNotFoundError: raise TopologyError(f"topology file {p!r} not found") from None
-    except (tomllib.TOMLDecodeError, json.JSONDecodeError, UnicodeDecodeError) as e: raise TopologyError(f"{p}: not valid {p.rsplit('.', 1)[-1].upper()}: {e}") from None
+    except FileNotFoundError:
+        raise TopologyError(f"topology file {p!r} not found") from None
+    except (tomllib.TOMLDecodeError, json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise TopologyError(f"{p}: not valid {p.rsplit('.', 1)[-1].upper()}: {e}") from None
     return topology_from_spec(spec, os.path.basename(p), nodes)

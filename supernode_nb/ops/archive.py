@@ -162,8 +162,10 @@ def cli_archive(argv: list[str]) -> int:
         if a.dry_run:
             emit({"id": a.id, "argv": ["supernode-nb", "run", *run_argv]}, a.json, "supernode-nb run " + " ".join(run_argv))
             return 0
-        try: from supernode_nb.runtime.recovery import cli_run
-        except ImportError as e: raise ArchiveError(f"rerun needs supernode_nb.runtime.recovery ({e}); use --dry-run for the command") from None
+        try:
+            from supernode_nb.runtime.recovery import cli_run
+        except ImportError as e:
+            raise ArchiveError(f"rerun needs supernode_nb.runtime.recovery ({e}); use --dry-run for the command") from None
         return int(cli_run(run_argv) or 0)
     return 0
 
@@ -174,8 +176,11 @@ def archive_accuracy(arc: Archive, profile: str | None = "*", as_json: bool = Fa
     prof = None if profile == "none" else profile
     pairs = arc.accuracy_pairs(prof) if arc.path.exists() else []
     bands = {str(n): error_band(n, arc.path) for n in dict.fromkeys(p["profile"] for p in pairs)}
-    lines = [f"{p['id']:>5}  {p['when']}  {p['model']:<10} {p['layout']:<12} {str(p['profile']):<16} predicted {p['predicted_s'] * 1e3:8.1f} ms"
-             f"  measured {p['measured_s'] * 1e3:8.1f} ms  {p['error_pct']:+6.1f} %" for p in pairs]
+    lines = [
+        f"{p['id']:>5}  {p['when']}  {p['model']:<10} {p['layout']:<12} {str(p['profile']):<16} predicted {p['predicted_s'] * 1e3:8.1f} ms"
+        f"  measured {p['measured_s'] * 1e3:8.1f} ms  {p['error_pct']:+6.1f} %"
+        for p in pairs
+    ]
     text = "\n".join(lines + [f"{n}: {b['text']}" for n, b in bands.items()]) or f"(no runs with an estimate in {arc.path}: no history yet)"
     emit({"pairs": pairs, "bands": bands}, as_json, text)
     return pairs

@@ -87,10 +87,22 @@ def _check_memory(ctx) -> list[Check]:
     chip = topo.chip.name
     if est.oom or (cap and mem > cap):
         advice = "; ".join(est.advice or []) or "raise tp or pp, turn on ZeRO or recompute (supernode-nb plan)"
-        return [Check("framework", "memory", "fail", f"estimated {mem/2**30:.2f} GiB per device > {cap/2**30:.1f} GiB on {chip}", advice, data)]
+        return [
+            Check(
+                "framework", "memory", "fail", f"estimated {mem / 2**30:.2f} GiB per device > {cap / 2**30:.1f} GiB on {chip}", advice, data
+            )
+        ]
     verdict = "warn" if cap and mem > 0.9 * cap else "ok"
-    return [Check("framework", "memory", verdict, f"estimated {mem/2**30:.3f} GiB per device" + (f" of {cap/2**30:.1f} GiB ({chip})" if cap else ""),
-                  "little headroom: activations spike above the estimate" if verdict == "warn" else "", data)]
+    return [
+        Check(
+            "framework",
+            "memory",
+            verdict,
+            f"estimated {mem / 2**30:.3f} GiB per device" + (f" of {cap / 2**30:.1f} GiB ({chip})" if cap else ""),
+            "little headroom: activations spike above the estimate" if verdict == "warn" else "",
+            data,
+        )
+    ]
 
 def _memory_of(est) -> float | None:
     "Peak memory per device from a cost-model estimate (`memory_per_device_bytes`), or None."
@@ -122,8 +134,18 @@ def _check_support(ctx) -> list[Check]:
         return [Check("operators", "support", "fail", str(e), "change the dtype or the strategy, or use another backend", data)]
     sup = be.SUPPORT.get(choice.backend)
     src = "" if sup is None else (" (table measured here)" if sup.verified else " (documented table, not run here)")
-    return [Check("operators", "support", "ok", f"{choice.device}/{choice.backend}: all {len(calls)} (op, dtype) pairs of the "
-                  f"strategy supported{src}" if calls else f"{choice.device}/{choice.backend}: the strategy issues no collective", "", data)]
+    return [
+        Check(
+            "operators",
+            "support",
+            "ok",
+            f"{choice.device}/{choice.backend}: all {len(calls)} (op, dtype) pairs of the strategy supported{src}"
+            if calls
+            else f"{choice.device}/{choice.backend}: the strategy issues no collective",
+            "",
+            data,
+        )
+    ]
 
 # %% ../../nbs/50_ops/50_doctor.ipynb #546b68a3
 def _check_matmul(ctx) -> list[Check]:
@@ -197,7 +219,9 @@ def _check_ports(ctx) -> list[Check]:
         p = free_port()
         with socket.socket() as s: s.bind((LOOPBACK, p)); s.listen(1)
     except OSError as e:
-        return [Check("scheduling", "ports", "fail", f"cannot bind a port on {LOOPBACK}: {e}", "check the loopback interface and port limits")]
+        return [
+            Check("scheduling", "ports", "fail", f"cannot bind a port on {LOOPBACK}: {e}", "check the loopback interface and port limits")
+        ]
     return [Check("scheduling", "ports", "ok", f"a free port on {LOOPBACK} binds ({p})", "", {"port": p})]
 
 # %% ../../nbs/50_ops/50_doctor.ipynb #d7143aea
@@ -207,11 +231,29 @@ def _check_accelerators(ctx) -> list[Check]:
     data = {k: p.to_dict() for k, p in pr.items()}
     acc = [f"{p.count} {k}" for k, p in pr.items() if k != "cpu" and p.available]
     if ctx.device and ctx.device != "cpu" and not pr.get(ctx.device, be.Probe(ctx.device, False, "unknown")).available:
-        return [Check("physical", "accelerators", "fail", f"{ctx.device} asked for but not found: {pr[ctx.device].reason if ctx.device in pr else 'unknown device'}",
-                      f"npu-smi info / nvidia-smi; check drivers and {'ASCEND_RT_VISIBLE_DEVICES' if ctx.device == 'npu' else 'CUDA_VISIBLE_DEVICES'}", data)]
+        return [
+            Check(
+                "physical",
+                "accelerators",
+                "fail",
+                f"{ctx.device} asked for but not found: {pr[ctx.device].reason if ctx.device in pr else 'unknown device'}",
+                f"npu-smi info / nvidia-smi; check drivers and {'ASCEND_RT_VISIBLE_DEVICES' if ctx.device == 'npu' else 'CUDA_VISIBLE_DEVICES'}",
+                data,
+            )
+        ]
     if not acc:
-        return [Check("physical", "accelerators", "ok", "no accelerator (" + "; ".join(f"{k}: {p.reason}" for k, p in pr.items() if k != "cpu")
-                      + f") — ranks run on {pr['cpu'].count} CPU cores with gloo", "", data)]
+        return [
+            Check(
+                "physical",
+                "accelerators",
+                "ok",
+                "no accelerator ("
+                + "; ".join(f"{k}: {p.reason}" for k, p in pr.items() if k != "cpu")
+                + f") — ranks run on {pr['cpu'].count} CPU cores with gloo",
+                "",
+                data,
+            )
+        ]
     return [Check("physical", "accelerators", "ok", "found " + ", ".join(acc), "", data)]
 
 def _check_host_memory(ctx) -> list[Check]:
@@ -227,7 +269,11 @@ def _check_host_memory(ctx) -> list[Check]:
         if need > vm.available:
             return [Check("physical", "memory", "fail", f"{ctx.world} ranks need ~{need/2**30:.2f} GiB, {vm.available/2**30:.2f} GiB free",
                           "fewer ranks or a smaller model", data)]
-        return [Check("physical", "memory", "ok", f"{ctx.world} ranks need ~{need/2**30:.3f} GiB; {vm.available/2**30:.1f} GiB free", "", data)]
+        return [
+            Check(
+                "physical", "memory", "ok", f"{ctx.world} ranks need ~{need / 2**30:.3f} GiB; {vm.available / 2**30:.1f} GiB free", "", data
+            )
+        ]
     return [Check("physical", "memory", "ok", f"{vm.available/2**30:.1f} GiB of {vm.total/2**30:.1f} GiB host memory free "
                   "(no per-rank estimate: the cost model rejects this strategy)", "", data)]
 
@@ -251,11 +297,28 @@ def _check_sensors(ctx) -> list[Check]:
     if not temps and not smi:
         return [Check("physical", "sensors", "skipped", "no temperature sensors exposed and no npu-smi / nvidia-smi (container or VM)",
                       "on real hardware: npu-smi info / nvidia-smi for temperature, power and ECC errors", data)]
-    if hot: return [Check("physical", "sensors", "warn", "at or above the high mark: " + ", ".join(f"{k}/{l} {c}°C (high {h})" for k, l, c, h in hot),
-                          "check cooling; throttled devices slow the whole job", data)]
+    if hot:
+        return [
+            Check(
+                "physical",
+                "sensors",
+                "warn",
+                "at or above the high mark: " + ", ".join(f"{k}/{l} {c}°C (high {h})" for k, l, c, h in hot),
+                "check cooling; throttled devices slow the whole job",
+                data,
+            )
+        ]
     n = sum(len(v) for v in temps.values())
-    return [Check("physical", "sensors", "ok", (f"{n} temperature sensors below their high marks" if n else "") + ("; " if n and smi else "") + "; ".join(smi),
-                  "", data)]
+    return [
+        Check(
+            "physical",
+            "sensors",
+            "ok",
+            (f"{n} temperature sensors below their high marks" if n else "") + ("; " if n and smi else "") + "; ".join(smi),
+            "",
+            data,
+        )
+    ]
 
 # %% ../../nbs/50_ops/50_doctor.ipynb #d30d3679
 CHECKS: list[Callable] = [_check_code, _check_forward, _check_checkpoint,

@@ -33,7 +33,8 @@ def _bench_allreduce(rank: int, world: int, sizes: list[int], iters: int = 5) ->
 # %% ../../nbs/50_ops/53_netcheck.ipynb #04307ceb
 def check_links(ctx: Context) -> list[Check]:
     "Communication layer: the ipyparallel link pre-check over the layout's groups (skipped with `quick` or one rank)."
-    if ctx.quick: return [Check("communication", "link pre-check", "skipped", "--quick: no ipyparallel cluster started", "run without --quick")]
+    if ctx.quick:
+        return [Check("communication", "link pre-check", "skipped", "--quick: no ipyparallel cluster started", "run without --quick")]
     if ctx.world < 2: return [Check("communication", "link pre-check", "skipped", f"world={ctx.world}: no link to check", "use --world 2")]
     return [_run_precheck(ctx)]
 
@@ -45,7 +46,13 @@ def _run_precheck(ctx: Context) -> Check:
     try: lay = RankLayout(tp=cfg.tp, cp=cfg.cp, ep=cfg.ep, dp=cfg.dp, pp=cfg.pp, order=cfg.order)
     except Exception as e: return Check("communication", "link pre-check", "skipped", f"no layout: {e}", "fix the strategy first")
     if lay.world_size != ctx.world:
-        return Check("communication", "link pre-check", "skipped", f"layout needs {lay.world_size} ranks, world is {ctx.world}", "fix the strategy first")
+        return Check(
+            "communication",
+            "link pre-check",
+            "skipped",
+            f"layout needs {lay.world_size} ranks, world is {ctx.world}",
+            "fix the strategy first",
+        )
     t0 = time.monotonic()
     try:
         with Cluster(ctx.world, device=ctx.device, timeout=min(ctx.timeout_s, 20)) as c:
@@ -68,10 +75,27 @@ def check_collectives(ctx: Context) -> list[Check]:
     if ctx.world < 2: return [Check("communication", "collectives", "skipped", f"world={ctx.world}: no peer to talk to", "use --world 2")]
     sizes = [1 << 20] if ctx.quick else [1 << 20, 16 << 20]
     t0 = time.monotonic()
-    try: res = spawn("supernode_nb.ops.netcheck:_bench_allreduce", ctx.world, sizes, 3 if ctx.quick else 5, timeout_s=ctx.timeout_s, group_timeout_s=min(ctx.timeout_s, 15))
+    try:
+        res = spawn(
+            "supernode_nb.ops.netcheck:_bench_allreduce",
+            ctx.world,
+            sizes,
+            3 if ctx.quick else 5,
+            timeout_s=ctx.timeout_s,
+            group_timeout_s=min(ctx.timeout_s, 15),
+        )
     except LaunchError as e:
-        return [Check("communication", "link setup", "fail", f"{ctx.world} local gloo ranks did not all join: {e}",
-                      "check loopback, free ports and leftover processes (scheduling layer)", {}, time.monotonic() - t0)]
+        return [
+            Check(
+                "communication",
+                "link setup",
+                "fail",
+                f"{ctx.world} local gloo ranks did not all join: {e}",
+                "check loopback, free ports and leftover processes (scheduling layer)",
+                {},
+                time.monotonic() - t0,
+            )
+        ]
     join = time.monotonic() - t0
     link = Check("communication", "link setup", "ok", f"{ctx.world} local gloo ranks joined and passed a barrier in {join:.2f} s "
                  f"(process start + import + rendezvous)", "", {"seconds": join, "barrier_s": max(r["barrier_s"] for r in res)}, join)
@@ -142,12 +166,21 @@ def check_plane_binding(ctx: Context) -> list[Check]:
     rep = pl.plane_report(traffic, step_s)
     cost = _misbinding_cost(ctx, topo, est) if any(m["slower"] for m in rep["misbindings"]) else {}
     data = jsonable({"misbindings": rep["misbindings"], "flags": rep["flags"], "planes": rep["planes"], **cost})
-    if not rep["misbindings"]: return [Check("network", "binding", "ok", "every plane's traffic leaves on its own plane's interface", "", data)]
+    if not rep["misbindings"]:
+        return [Check("network", "binding", "ok", "every plane's traffic leaves on its own plane's interface", "", data)]
     slow = any(m["slower"] for m in rep["misbindings"]) and any(" lands on " in f for f in rep["flags"])
     det = "; ".join([m["text"] for m in rep["misbindings"]] + rep["flags"])
     if cost: det += f"; cost model: step {cost['step_s']:.3g} s → {cost['misbound_step_s']:.3g} s (+{cost['cost_s']:.3g} s)"
-    return [Check("network", "binding", "fail" if slow else "warn", det,
-                  "rebind: set HCCL/NCCL/GLOO_SOCKET_IFNAME to the parameter-plane interface (check `ip addr` against the plane subnets)", data)]
+    return [
+        Check(
+            "network",
+            "binding",
+            "fail" if slow else "warn",
+            det,
+            "rebind: set HCCL/NCCL/GLOO_SOCKET_IFNAME to the parameter-plane interface (check `ip addr` against the plane subnets)",
+            data,
+        )
+    ]
 
 # %% ../../nbs/50_ops/53_netcheck.ipynb #12352494
 def _rows(commbench) -> list[dict]:
@@ -159,10 +192,20 @@ def check_link_speed(ctx: Context) -> list[Check]:
     "Network layer: a comm-bench result's links against their levels' figures; far below is a link on the slow path."
     if not ctx.commbench: return [Check("network", "link speed", "skipped", "no comm-bench result given",
                                         "run `supernode-nb comm-bench --json > cb.json` and pass --commbench cb.json")]
-    try: found = link_speeds(_rows(ctx.commbench), topology_of(ctx))
+    try:
+        found = link_speeds(_rows(ctx.commbench), topology_of(ctx))
     except (OSError, ValueError, KeyError) as e:
-        return [Check("network", "link speed", "fail", f"cannot read the comm-bench result: {type(e).__name__}: {e}", "pass the JSON rows comm-bench prints")]
-    if not found: return [Check("network", "link speed", "skipped", "no row of 1 MiB or more on a group of 2+", "benchmark larger messages")]
+        return [
+            Check(
+                "network",
+                "link speed",
+                "fail",
+                f"cannot read the comm-bench result: {type(e).__name__}: {e}",
+                "pass the JSON rows comm-bench prints",
+            )
+        ]
+    if not found:
+        return [Check("network", "link speed", "skipped", "no row of 1 MiB or more on a group of 2+", "benchmark larger messages")]
     det = "; ".join(f"{l['level']} {l['measured_GBps']:.3g} GB/s busbw ({l['ratio']:.0%} of {l['figure_GBps']:g})" for l in found)
     slow = [l for l in found if l["slow"]]
     if slow: return [Check("network", "link speed", "warn", det + " — " + ", ".join(l["level"] for l in slow) + " far below its figure: "

@@ -186,10 +186,20 @@ class Context:
     commbench: list | str | None = None    # comm-bench rows, or the path of `supernode-nb comm-bench --json` output
     subnets: dict | None = None            # plane -> CIDR: read this host's interfaces and *_SOCKET_IFNAME binding
     def to_dict(self) -> dict:
-        return {"model": self.model.name, "config": self.config.to_dict(), "world": self.world, "quick": self.quick,
-                "topology": self.topology, "checkpoint": self.checkpoint, "device": self.device, "binding": self.binding,
-                "commbench": self.commbench if isinstance(self.commbench, str) else (None if self.commbench is None else f"{len(self.commbench)} rows"),
-                "subnets": self.subnets}
+        return {
+            "model": self.model.name,
+            "config": self.config.to_dict(),
+            "world": self.world,
+            "quick": self.quick,
+            "topology": self.topology,
+            "checkpoint": self.checkpoint,
+            "device": self.device,
+            "binding": self.binding,
+            "commbench": self.commbench
+            if isinstance(self.commbench, str)
+            else (None if self.commbench is None else f"{len(self.commbench)} rows"),
+            "subnets": self.subnets,
+        }
 
 def topology_of(ctx: Context):
     "The context's topology preset sized to its world, with its plane binding (given, or read from this host's interfaces)."

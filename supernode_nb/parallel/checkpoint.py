@@ -78,7 +78,8 @@ def read_manifest(path) -> dict:
     p = _resolve(path)
     try: m = json.loads((p / MANIFEST).read_text())
     except (OSError, ValueError) as e: raise CheckpointError(f"{p / MANIFEST} is unreadable: {e}") from None
-    if m.get("format") != FORMAT: raise CheckpointError(f"{p / MANIFEST}: checkpoint format {m.get('format')} not understood (this code reads {FORMAT})")
+    if m.get("format") != FORMAT:
+        raise CheckpointError(f"{p / MANIFEST}: checkpoint format {m.get('format')} not understood (this code reads {FORMAT})")
     for name in m.get("files") or {}: _inside(p, name)
     m["path"] = str(p)
     return m
@@ -92,7 +93,8 @@ def verify(path, checksums: bool = True) -> dict:
         if not fp.is_file(): raise CheckpointError(f"checkpoint file {fp} is missing")
         size = fp.stat().st_size
         if size != f["bytes"]: raise CheckpointError(f"checkpoint file {fp} is truncated or altered: {size} bytes, expected {f['bytes']}")
-        if checksums and _sha256(fp) != f["sha256"]: raise CheckpointError(f"checkpoint file {fp} is corrupt: SHA-256 does not match the manifest")
+        if checksums and _sha256(fp) != f["sha256"]:
+            raise CheckpointError(f"checkpoint file {fp} is corrupt: SHA-256 does not match the manifest")
     return {"path": str(p), "step": m["step"], "files": len(m["files"]), "bytes": sum(f["bytes"] for f in m["files"].values()),
             "world_size": m["world_size"], "layout": m.get("layout")}
 
@@ -149,8 +151,15 @@ def save(directory, step: int, model, optimizer=None, *, spec: ModelSpec, config
     info = _union(info)                                   # every rank's tensors: pipeline stages hold different ones
     if rank == 0:
         files = {f.name: {"bytes": f.stat().st_size, "sha256": _sha256(f)} for f in sorted(tmp.iterdir()) if f.is_file()}
-        opt = None if optimizer is None else {"type": type(getattr(optimizer, "optim", optimizer)).__name__, "zero": _is_zero(optimizer),
-                                              "param_groups": [{k: v for k, v in g.items() if k != "params"} for g in optimizer.param_groups]}
+        opt = (
+            None
+            if optimizer is None
+            else {
+                "type": type(getattr(optimizer, "optim", optimizer)).__name__,
+                "zero": _is_zero(optimizer),
+                "param_groups": [{k: v for k, v in g.items() if k != "params"} for g in optimizer.param_groups],
+            }
+        )
         manifest = {"format": FORMAT, "step": int(step), "time": time.time(), "world_size": world,
                     "layout": None if config is None else config.to_dict(), "model": spec.to_dict(), "tensors": info,
                     "optimizer": opt, "data_state": data_state, "extra": extra or {}, "rng": bool(rng), "files": files}
@@ -202,7 +211,11 @@ def load(directory, model, optimizer=None, *, spec: ModelSpec, config: ParallelC
     err, m = _broadcast_obj((err, m))
     if err: raise CheckpointError(err)
     path, shapes = m["path"], full_shapes(spec)
-    bad = [f"{k}: saved {v['shape']}, model {list(shapes.get(k, ()))}" for k, v in m["tensors"].items() if k in shapes and list(shapes[k]) != v["shape"]]
+    bad = [
+        f"{k}: saved {v['shape']}, model {list(shapes.get(k, ()))}"
+        for k, v in m["tensors"].items()
+        if k in shapes and list(shapes[k]) != v["shape"]
+    ]
     if bad: raise CheckpointError(f"{path} was saved for a different model: " + "; ".join(bad[:5]))
     named = holdings(model)
     missing = [f for f, _ in named if f not in m["tensors"]]
@@ -218,7 +231,8 @@ def load(directory, model, optimizer=None, *, spec: ModelSpec, config: ParallelC
         lo, hi = int(want[f].min()), int(want[f].max())
         for k in ks:
             ix = expand_runs(runs[f"runs/{k}"])
-            if ix.numel() and int(ix.max()) >= lo and int(ix.min()) <= hi and bool(torch.isin(ix, want[f]).any()): use.setdefault(f, {})[k] = ix
+            if ix.numel() and int(ix.max()) >= lo and int(ix.min()) <= hi and bool(torch.isin(ix, want[f]).any()):
+                use.setdefault(f, {})[k] = ix
     opt_names = sorted({k.split("/")[1] for k in md if k.startswith("optim/")}) if optimizer is not None else []
     scal_names = sorted({k.split("/")[1] for k in md if k.startswith("scalar/")}) if optimizer is not None else []
     vals = {}
@@ -226,7 +240,8 @@ def load(directory, model, optimizer=None, *, spec: ModelSpec, config: ParallelC
         for k in ks:
             if f"param/{k}" in md: vals[f"param/{k}"] = torch.empty(tuple(md[f"param/{k}"].size), dtype=md[f"param/{k}"].properties.dtype)
             for s in opt_names:
-                if f"optim/{s}/{k}" in md: vals[f"optim/{s}/{k}"] = torch.empty(tuple(md[f"optim/{s}/{k}"].size), dtype=md[f"optim/{s}/{k}"].properties.dtype)
+                if f"optim/{s}/{k}" in md:
+                    vals[f"optim/{s}/{k}"] = torch.empty(tuple(md[f"optim/{s}/{k}"].size), dtype=md[f"optim/{s}/{k}"].properties.dtype)
         for s in scal_names:
             if f"scalar/{s}/{f}" in md: vals[f"scalar/{s}/{f}"] = torch.empty((), dtype=md[f"scalar/{s}/{f}"].properties.dtype)
     same = config is not None and m.get("layout") is not None and m["world_size"] == world and \

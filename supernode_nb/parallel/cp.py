@@ -194,7 +194,8 @@ def parallelize_cp(model: GPT,       # a GPT (tensor-parallel or not), changed i
     if model.pos is not None: model.pos = CPPosition(model.pos, pos)
     for blk in model.blocks:
         blk.attn.positions, blk.attn.core = pos, RingCore(blk.attn, comm, axis)
-        if hasattr(blk.mlp, "seq_group"): blk.mlp.seq_group = lambda t: comm.all_reduce(t, axis)   # MoE: the aux loss sees the whole sequence
+        if hasattr(blk.mlp, "seq_group"):
+            blk.mlp.seq_group = lambda t: comm.all_reduce(t, axis)  # MoE: the aux loss sees the whole sequence
     return model
 
 # %% ../../nbs/30_parallel/39_cp.ipynb #2594db29

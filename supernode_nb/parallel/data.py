@@ -29,7 +29,8 @@ def entropy_floor(probs=SUCCESSOR_PROBS) -> float:
 # %% ../../nbs/30_parallel/31_data.ipynb #cb715864
 def global_batch(seed: int, step: int, gbs: int, seq_len: int, vocab: int) -> tuple[torch.Tensor, torch.Tensor]:
     "The (tokens, targets) of training step `step`, each (gbs, seq_len) int64 — identical whatever the layout."
-    if min(gbs, seq_len, vocab) < 1 or step < 0: raise ValueError(f"need gbs, seq_len, vocab >= 1 and step >= 0 (got {gbs}, {seq_len}, {vocab}, step {step})")
+    if min(gbs, seq_len, vocab) < 1 or step < 0:
+        raise ValueError(f"need gbs, seq_len, vocab >= 1 and step >= 0 (got {gbs}, {seq_len}, {vocab}, step {step})")
     table = markov_table(vocab, seed, min(len(SUCCESSOR_PROBS), vocab))
     probs = torch.tensor(SUCCESSOR_PROBS[: table.shape[1]])
     g = torch.Generator().manual_seed(1_000_003 * (seed + 1) + step)
@@ -40,7 +41,9 @@ def global_batch(seed: int, step: int, gbs: int, seq_len: int, vocab: int) -> tu
     return seq[:, :-1].contiguous(), seq[:, 1:].contiguous()
 
 # %% ../../nbs/30_parallel/31_data.ipynb #0b1a3f5d
-def shard(batch: tuple[torch.Tensor, torch.Tensor], dp_index: int, dp: int, micro_batch_size: int) -> list[tuple[torch.Tensor, torch.Tensor]]:
+def shard(
+    batch: tuple[torch.Tensor, torch.Tensor], dp_index: int, dp: int, micro_batch_size: int
+) -> list[tuple[torch.Tensor, torch.Tensor]]:
     "This data-parallel rank's rows of `batch`, as a list of (tokens, targets) micro-batches."
     tokens, targets = batch
     gbs = tokens.shape[0]

@@ -216,10 +216,14 @@ def _dp_parity(rank, world_size, mode="overlap", steps=3, opt="adamw", bucket_by
         launched = [r for r in rec.records[n0:] if r.op == "all_reduce"]
         if launched and launched[0].start < t_bw: out["launched_in_backward"] = True
         if mode != "local" and mode != "zero":
-            out["grad_diff"] = max(out["grad_diff"], max((a.grad - b.grad).abs().max().item() for a, b in zip(model.parameters(), ref.parameters())))
+            out["grad_diff"] = max(
+                out["grad_diff"], max((a.grad - b.grad).abs().max().item() for a, b in zip(model.parameters(), ref.parameters()))
+            )
         zopt.step()
         if dp: dp.after_step()
-        out["param_diff"] = max(out["param_diff"], max((a - b).abs().max().item() for a, b in zip(model.parameters(), ref_model.parameters())))
+        out["param_diff"] = max(
+            out["param_diff"], max((a - b).abs().max().item() for a, b in zip(model.parameters(), ref_model.parameters()))
+        )
     out["ops"] = [(r.op, r.axis, r.async_op) for r in rec.records]
     out["params"] = torch.cat([p.detach().reshape(-1) for p in model.parameters()]).tolist()   # plain data across processes
     return out
@@ -266,7 +270,11 @@ class ZeroOptimizer:
         st = sum(t.numel() * t.element_size() for s in self.optim.state.values() for t in s.values() if torch.is_tensor(t))
         return st + sum(sh.param.numel() * sh.param.element_size() for sh in self.shards)
     def __repr__(self):
-        return f"ZeroOptimizer({type(self.optim).__name__}, " + ", ".join(f"{sh.axis}: {sh.size}/{sh.numel} elements" for sh in self.shards) + ")"
+        return (
+            f"ZeroOptimizer({type(self.optim).__name__}, "
+            + ", ".join(f"{sh.axis}: {sh.size}/{sh.numel} elements" for sh in self.shards)
+            + ")"
+        )
 
 # %% ../../nbs/30_parallel/32_dp.ipynb #f0bc609d
 @patch
@@ -310,8 +318,13 @@ def zero_figure(model_or_sizes, n: int, state_per_param: int = 2, title: str | N
         fig.add_bar(name=k, x=xs, base=bases, y=ys, orientation="h", marker_color=colors[j % len(colors)])
     mem = (f"per rank: {total} params + {sl} grad + {state_per_param * sl} state elements "
            f"(unsharded: {total} + {total} + {state_per_param * total})")
-    fig.update_layout(barmode="overlay", title=title or f"ZeRO-1 over {n} ranks — {mem}", xaxis_title="element of the flat parameter vector",
-                      height=170 + 28 * len(rows), legend_title_text="parameter")
+    fig.update_layout(
+        barmode="overlay",
+        title=title or f"ZeRO-1 over {n} ranks — {mem}",
+        xaxis_title="element of the flat parameter vector",
+        height=170 + 28 * len(rows),
+        legend_title_text="parameter",
+    )
     fig.update_yaxes(autorange="reversed", categoryorder="array", categoryarray=ylab)
     return fig
 

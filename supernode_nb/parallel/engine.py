@@ -32,7 +32,8 @@ __all__ = ['TOLERANCES', 'engine_check', 'local_comm', 'ParallelModel', 'paralle
 def engine_check(spec: ModelSpec, cfg: ParallelConfig, world_size: int | None = None, backend: str = "gloo") -> list[str]:
     "Every reason `cfg` cannot run here: `config.check`'s constraints plus what this engine does not implement."
     errs = check(spec, cfg, world_size)
-    if cfg.cp > 1 and spec.seq_len % (2 * cfg.cp): errs.append(f"cp={cfg.cp}: seq_len={spec.seq_len} must split into 2·cp = {2 * cfg.cp} chunks (two per rank)")
+    if cfg.cp > 1 and spec.seq_len % (2 * cfg.cp):
+        errs.append(f"cp={cfg.cp}: seq_len={spec.seq_len} must split into 2·cp = {2 * cfg.cp} chunks (two per rank)")
     from supernode_nb.foundation.capabilities import engine_gaps   # the one capability table (the planner reads it too)
     return errs + engine_gaps(spec, cfg, backend)
 

@@ -119,5 +119,6 @@ def _pieces(named, shapes: dict, optimizer=None) -> tuple[dict, dict]:
             if not torch.is_tensor(t): continue
             if t.dim() == 0: sd[f"scalar/{name}/{fqn}"] = t.detach().clone()
             elif tuple(t.shape) == tuple(p.shape): sd[f"optim/{name}/{k}"] = t.detach().reshape(-1).clone()
-            else: raise CheckpointError(f"optimizer state {name!r} of {fqn} has shape {tuple(t.shape)}, not the parameter's {tuple(p.shape)}")
+            else:
+                raise CheckpointError(f"optimizer state {name!r} of {fqn} has shape {tuple(t.shape)}, not the parameter's {tuple(p.shape)}")
     return sd, info

@@ -197,7 +197,8 @@ def toy_blocks(n_layers: int, hidden: int, seed: int = 0) -> nn.ModuleList:
     for _ in range(n_layers):
         lin = nn.Linear(hidden, hidden)
         with torch.no_grad():
-            lin.weight.copy_(torch.randn(hidden, hidden, generator=g) / hidden ** 0.5); lin.bias.copy_(torch.randn(hidden, generator=g) * 0.1)
+            lin.weight.copy_(torch.randn(hidden, hidden, generator=g) / hidden**0.5)
+            lin.bias.copy_(torch.randn(hidden, generator=g) * 0.1)
         blocks.append(nn.Sequential(lin, nn.GELU()))
     return blocks
 

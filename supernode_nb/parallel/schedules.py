@@ -199,7 +199,10 @@ def check_schedule(schedule: list[list[Action]]) -> tuple[int, int, int]:
     for link in sorted(set(sends) | set(recvs)):
         if sends[link] != recvs[link]:
             errs.append(f"link stage {link[0]} -> {link[1]}: sends {sends[link][:4]}... != receives {recvs[link][:4]}...")
-    if errs: raise ValueError(f"schedule (p={p}, v={v}, m={m}) broken: " + "; ".join(errs[:8]) + (f"; … {len(errs) - 8} more" if len(errs) > 8 else ""))
+    if errs:
+        raise ValueError(
+            f"schedule (p={p}, v={v}, m={m}) broken: " + "; ".join(errs[:8]) + (f"; … {len(errs) - 8} more" if len(errs) > 8 else "")
+        )
     return p, v, m
 
 # %% ../../nbs/30_parallel/38_schedules.ipynb #ee658f16
@@ -321,11 +324,18 @@ def schedule_figure(schedule_or_timeline,   # a schedule (simulated first) or a 
                 tr["x"].append((a - at) * scale); tr["base"].append(at * scale); tr["y"].append(f"stage {s}"); tr["text"].append("")
             at = max(at, b)
     for (kind, c), tr in sorted(traces.items(), key=lambda kv: ("FBWb".index(kv[0][0][0]), kv[0][1])):
-        name = "bubble" if kind == "bubble" else {"F": "forward", "B": "backward", "W": "weight grad"}[kind] + (f" chunk {c}" if v > 1 else "")
+        name = (
+            "bubble" if kind == "bubble" else {"F": "forward", "B": "backward", "W": "weight grad"}[kind] + (f" chunk {c}" if v > 1 else "")
+        )
         color = "#d9d9d9" if kind == "bubble" else _COLORS[kind][c % 4]
         fig.add_bar(name=name, orientation="h", marker_color=color, marker_line_width=0.5, marker_line_color="white",
                     textposition="inside", insidetextanchor="middle", **tr)
-    fig.update_layout(barmode="overlay", title=title or f"{tl.stages} stages, bubble {tl.bubble_fraction:.1%}",
-                      xaxis_title=unit, height=150 + 40 * tl.stages, legend=dict(orientation="h", y=1.0, yanchor="bottom", x=1, xanchor="right"))
+    fig.update_layout(
+        barmode="overlay",
+        title=title or f"{tl.stages} stages, bubble {tl.bubble_fraction:.1%}",
+        xaxis_title=unit,
+        height=150 + 40 * tl.stages,
+        legend=dict(orientation="h", y=1.0, yanchor="bottom", x=1, xanchor="right"),
+    )
     fig.update_yaxes(autorange="reversed")
     return fig

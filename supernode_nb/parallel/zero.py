@@ -58,6 +58,7 @@ def _flat_shard(params, axis, comm, unit, dtype) -> FlatShard:
 # %% ../../nbs/30_parallel/39_zero.ipynb #3a8b0c06
 class ZeroDataParallel:
     "ZeRO-2/3 over the data-parallel axes: each unit's gradients reduce-scattered from backward hooks into fp32 master slices; ZeRO-3 also keeps the parameters sharded, gathered per layer."
+
     def __init__(self, units, comm: Comm, stage: int = 3, optim_cls=torch.optim.AdamW,
                  axis_of: Callable | None = None, # parameter -> the axis it is sharded over (default "dp")
                  average_over: str = "dp",        # gradients are divided by this axis' size

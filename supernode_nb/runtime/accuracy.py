@@ -19,28 +19,31 @@ __all__ = ['LAYOUTS', 'resolve_layouts', 'collective_counts_worker', 'op_count_w
 # %% ../../nbs/40_runtime/47_accuracy.ipynb #fbec86ef
 _P = ParallelConfig
 LAYOUTS: dict[str, tuple[str, ParallelConfig]] = {
-    "1 rank":           ("tiny-gpt", _P(global_batch_size=4)),
-    "1 rank full-rc":   ("tiny-gpt", _P(global_batch_size=4, recompute="full")),
-    "dp2":              ("tiny-gpt", _P(dp=2, global_batch_size=8)),
-    "dp2 zero1":        ("tiny-gpt", _P(dp=2, global_batch_size=8, zero=1)),
-    "dp2 zero2":        ("tiny-gpt", _P(dp=2, global_batch_size=8, zero=2)),
-    "dp4 zero3":        ("tiny-gpt", _P(dp=4, global_batch_size=8, micro_batch_size=2, zero=3)),
-    "dp4":              ("tiny-gpt", _P(dp=4, global_batch_size=8)),
-    "tp2":              ("tiny-gpt", _P(tp=2, global_batch_size=4)),
-    "tp2 sp sel-rc":    ("tiny-gpt", _P(tp=2, global_batch_size=4, sequence_parallel=True, recompute="selective")),
-    "cp2":              ("tiny-gpt", _P(cp=2, global_batch_size=4)),
-    "cp2·dp2":          ("tiny-gpt", _P(cp=2, dp=2, global_batch_size=4)),   # more ranks than this VM's 2 cores
-    "pp2 1f1b m2":      ("tiny-gpt", _P(pp=2, global_batch_size=2)),
-    "pp2 1f1b m4":      ("tiny-gpt", _P(pp=2, global_batch_size=4)),
-    "pp2 gpipe m8":     ("tiny-gpt", _P(pp=2, global_batch_size=8, schedule="gpipe")),
-    "pp4 1f1b m8":      ("tiny-gpt", _P(pp=4, global_batch_size=8)),
-    "pp4 gpipe m1":     ("tiny-gpt", _P(pp=4, global_batch_size=8, micro_batch_size=8, schedule="gpipe")),   # 8 sequences at once: the stages in turn
-    "dp2·tp2":          ("tiny-gpt", _P(dp=2, tp=2, global_batch_size=8)),
-    "dp2·pp2":          ("tiny-gpt", _P(dp=2, pp=2, global_batch_size=8)),
-    "dp2·tp2·pp2":      ("tiny-gpt", _P(dp=2, tp=2, pp=2, global_batch_size=8)),
-    "cp2·dp2·pp2 zero1": ("tiny-gpt", _P(cp=2, dp=2, pp=2, global_batch_size=8, zero=1)),   # `make demo`'s small run
-    "moe 1 rank":       ("tiny-moe", _P(global_batch_size=4)),
-    "ep2·dp2 moe":      ("tiny-moe", _P(dp=2, ep=2, global_batch_size=8)),
+    "1 rank": ("tiny-gpt", _P(global_batch_size=4)),
+    "1 rank full-rc": ("tiny-gpt", _P(global_batch_size=4, recompute="full")),
+    "dp2": ("tiny-gpt", _P(dp=2, global_batch_size=8)),
+    "dp2 zero1": ("tiny-gpt", _P(dp=2, global_batch_size=8, zero=1)),
+    "dp2 zero2": ("tiny-gpt", _P(dp=2, global_batch_size=8, zero=2)),
+    "dp4 zero3": ("tiny-gpt", _P(dp=4, global_batch_size=8, micro_batch_size=2, zero=3)),
+    "dp4": ("tiny-gpt", _P(dp=4, global_batch_size=8)),
+    "tp2": ("tiny-gpt", _P(tp=2, global_batch_size=4)),
+    "tp2 sp sel-rc": ("tiny-gpt", _P(tp=2, global_batch_size=4, sequence_parallel=True, recompute="selective")),
+    "cp2": ("tiny-gpt", _P(cp=2, global_batch_size=4)),
+    "cp2·dp2": ("tiny-gpt", _P(cp=2, dp=2, global_batch_size=4)),  # more ranks than this VM's 2 cores
+    "pp2 1f1b m2": ("tiny-gpt", _P(pp=2, global_batch_size=2)),
+    "pp2 1f1b m4": ("tiny-gpt", _P(pp=2, global_batch_size=4)),
+    "pp2 gpipe m8": ("tiny-gpt", _P(pp=2, global_batch_size=8, schedule="gpipe")),
+    "pp4 1f1b m8": ("tiny-gpt", _P(pp=4, global_batch_size=8)),
+    "pp4 gpipe m1": (
+        "tiny-gpt",
+        _P(pp=4, global_batch_size=8, micro_batch_size=8, schedule="gpipe"),
+    ),  # 8 sequences at once: the stages in turn
+    "dp2·tp2": ("tiny-gpt", _P(dp=2, tp=2, global_batch_size=8)),
+    "dp2·pp2": ("tiny-gpt", _P(dp=2, pp=2, global_batch_size=8)),
+    "dp2·tp2·pp2": ("tiny-gpt", _P(dp=2, tp=2, pp=2, global_batch_size=8)),
+    "cp2·dp2·pp2 zero1": ("tiny-gpt", _P(cp=2, dp=2, pp=2, global_batch_size=8, zero=1)),  # `make demo`'s small run
+    "moe 1 rank": ("tiny-moe", _P(global_batch_size=4)),
+    "ep2·dp2 moe": ("tiny-moe", _P(dp=2, ep=2, global_batch_size=8)),
 }
 
 def resolve_layouts(layouts=None) -> dict[str, tuple[ModelSpec, ParallelConfig]]:
@@ -120,8 +123,9 @@ def predict(model: ModelSpec, cfg: ParallelConfig, prof: MachineProfile) -> dict
     return dict(runtime_parts(estimate(model, cfg, "local", profile=prof)), source=f"costmodel.estimate(profile={prof.name})")
 
 # %% ../../nbs/40_runtime/47_accuracy.ipynb #4b6e6542
-def price_run(model: ModelSpec, cfg: ParallelConfig,
-              profile="auto"):   # "auto": the newest profile saved for this machine; a saved profile's name; None: the local preset's figures
+def price_run(
+    model: ModelSpec, cfg: ParallelConfig, profile="auto"
+):  # "auto": the newest profile saved for this machine; a saved profile's name; None: the local preset's figures
     ("(`costmodel.estimate` of `cfg` on this machine's ranks, the archive's past error of estimates made with its profile — None "
     "without a profile): what `supernode-nb run` prints beside the measurement.")
     from supernode_nb.cost.costmodel import estimate
@@ -179,7 +183,8 @@ def kendall_tau(x, y) -> float:
     "Kendall's τ-a of two equally long sequences (ties count as neither concordant nor discordant)."
     n, s = len(x), 0
     for i in range(n):
-        for j in range(i + 1, n): s += (x[i] > x[j]) - (x[i] < x[j]) if y[i] > y[j] else ((x[i] < x[j]) - (x[i] > x[j]) if y[i] < y[j] else 0)
+        for j in range(i + 1, n):
+            s += (x[i] > x[j]) - (x[i] < x[j]) if y[i] > y[j] else ((x[i] < x[j]) - (x[i] > x[j]) if y[i] < y[j] else 0)
     return 2 * s / (n * (n - 1)) if n > 1 else math.nan
 
 # %% ../../nbs/40_runtime/47_accuracy.ipynb #af61ae61
@@ -239,11 +244,22 @@ def local_check(layouts=None, prof: MachineProfile | None = None, repeats: int =
         b = {r["part"]: r["predicted_s"] for r in compare(base, meas)}
         unprobed = _part_medians([predict(model, cfg, x["priced_by"]) for x in runs[name]]) if probe else pred   # same without a probe
         u = {r["part"]: r["predicted_s"] for r in compare(unprobed, meas)}
-        for r in compare(pred, meas):   # u: the same runs' profiles without the speed probe (the probe's effect, on the same runs)
-            rows.append(dict(layout=name, model=model.name, world=cfg.world_size, gbs=cfg.gbs, **r, profile_only_s=b.get(r["part"], math.nan),
-                             unprobed_s=u.get(r["part"], math.nan),
-                             slowdown=round(k, 2), load_avg=meas["load_avg"],
-                             repeats=meas["repeats"], step_spread_pct=meas["step_spread_pct"]))
+        for r in compare(pred, meas):  # u: the same runs' profiles without the speed probe (the probe's effect, on the same runs)
+            rows.append(
+                dict(
+                    layout=name,
+                    model=model.name,
+                    world=cfg.world_size,
+                    gbs=cfg.gbs,
+                    **r,
+                    profile_only_s=b.get(r["part"], math.nan),
+                    unprobed_s=u.get(r["part"], math.nan),
+                    slowdown=round(k, 2),
+                    load_avg=meas["load_avg"],
+                    repeats=meas["repeats"],
+                    step_spread_pct=meas["step_spread_pct"],
+                )
+            )
     if not rows: raise RuntimeError(f"no layout measured: every run lost a rank ({'; '.join(f['error'] for f in failed[-2:])})")
     df = pd.DataFrame(rows)
     for col in ("profile_only", "unprobed"): df[f"{col}_error_pct"] = 100 * (df[f"{col}_s"] / df.measured_s - 1)
@@ -268,8 +284,14 @@ def check_figure(df, log_y: bool = True, title: str = "estimate vs measured step
     import plotly.graph_objects as go
     x = [df.layout.tolist(), df.part.tolist()]
     fig = go.Figure()
-    fig.add_bar(name="predicted", x=x, y=(df.predicted_s * 1e3).tolist(), marker_color="#4c78a8",
-                customdata=df.error_pct.round(1).tolist(), hovertemplate="%{x}<br>predicted %{y:.2f} ms (error %{customdata} %)<extra></extra>")
+    fig.add_bar(
+        name="predicted",
+        x=x,
+        y=(df.predicted_s * 1e3).tolist(),
+        marker_color="#4c78a8",
+        customdata=df.error_pct.round(1).tolist(),
+        hovertemplate="%{x}<br>predicted %{y:.2f} ms (error %{customdata} %)<extra></extra>",
+    )
     fig.add_bar(name="measured", x=x, y=(df.measured_s * 1e3).tolist(), marker_color="#f58518",
                 customdata=df.load_avg.tolist(), hovertemplate="%{x}<br>measured %{y:.2f} ms (load avg %{customdata})<extra></extra>")
     fig.update_layout(barmode="group", title=title, yaxis_title="ms per step (median)", legend_orientation="h")
@@ -312,8 +334,15 @@ def local_scaling_figure(df):
     import plotly.graph_objects as go
     fig = go.Figure()
     for k, c in (("predicted", "#4c78a8"), ("measured", "#f58518")):
-        fig.add_scatter(x=df.ranks, y=df[f"{k}_efficiency"], name=k, mode="lines+markers", line_color=c,
-                        customdata=df[f"{k}_per_rank"], hovertemplate="%{x} ranks: efficiency %{y:.2f} (%{customdata:.0f} tokens/s per rank)<extra></extra>")
+        fig.add_scatter(
+            x=df.ranks,
+            y=df[f"{k}_efficiency"],
+            name=k,
+            mode="lines+markers",
+            line_color=c,
+            customdata=df[f"{k}_per_rank"],
+            hovertemplate="%{x} ranks: efficiency %{y:.2f} (%{customdata:.0f} tokens/s per rank)<extra></extra>",
+        )
     fig.update_layout(title="weak scaling on this machine: tokens/s per rank vs 1 rank", xaxis=dict(title="ranks (dp)", type="log"),
                       yaxis=dict(title="efficiency", range=[0, 1.2]))
     return fig

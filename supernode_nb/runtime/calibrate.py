@@ -15,7 +15,16 @@ from ..foundation.core import Parser, emit
 from ..foundation.config import ModelSpec, get_model
 from ..foundation.topology import get_topology
 from ..cost.profile import MachineProfile, left_by
-from .probes import _fwd_bwd, bench_links, comm_cpu, contention_worker, fit_latency, fit_link, interference_worker, ring_op_s
+from supernode_nb.runtime.probes import (
+    _fwd_bwd,
+    bench_links,
+    comm_cpu,
+    contention_worker,
+    fit_latency,
+    fit_link,
+    interference_worker,
+    ring_op_s,
+)
 
 # %% auto #0
 __all__ = ['TOKEN_BATCH', 'WAIT_PROBES', 'count_ops', 'op_counts', 'matmul_tflops', 'copy_GBps', 'model_shapes', 'probe_s',
@@ -135,8 +144,10 @@ def _recompute_figures(m: ModelSpec, gpt, fb, ops: int, rate: float, samples: in
         extra[mode] = (max(statistics.median(d) - flops / (rate * 1e12), 0.0), op_counts(m, recompute=mode)["fwd_bwd"][0] - ops)
     (ts, ns), (tf, nf) = extra["selective"], extra["full"]
     per_op = max((tf - ts) / (nf - ns), 0.0) if nf > ns else 0.0      # two regimes, one region each per layer: the
-    region = max((ts - ns * per_op) / m.layers, 0.0)                   # difference is the re-run operators
-    return dict(region_s=region, recompute_op_s=per_op, recompute_s={"selective": ts, "full": tf}, recompute_ops={"selective": ns, "full": nf})
+    region = max((ts - ns * per_op) / m.layers, 0.0)  # difference is the re-run operators
+    return dict(
+        region_s=region, recompute_op_s=per_op, recompute_s={"selective": ts, "full": tf}, recompute_ops={"selective": ns, "full": nf}
+    )
 
 # %% ../../nbs/40_runtime/45_calibrate.ipynb #probe0code
 def probe_s(m: ModelSpec | str = "tiny-gpt", seconds: float = 0.5, device: str = "cpu") -> float:
@@ -173,14 +184,33 @@ def _device_kind() -> str:
         return "npu" if torch.npu.is_available() else "cpu"
     except ImportError: return "cpu"
 
-def calibration_worker(rank: int, world_size: int, model: dict, share_rounds: int = 3, share_s: float = 0.3,   # `contention_worker`'s
-                       probe_samples: int = 12, queue_budget_s: float = 0.8,   # `interference_worker`'s samples and budget,
-                       probe_rounds: int = 3, queue_min: int = 3, issues: int = 144, **bench) -> dict | None:   # rounds, fewest queue samples, shifts
+def calibration_worker(
+    rank: int,
+    world_size: int,
+    model: dict,
+    share_rounds: int = 3,
+    share_s: float = 0.3,  # `contention_worker`'s
+    probe_samples: int = 12,
+    queue_budget_s: float = 0.8,  # `interference_worker`'s samples and budget,
+    probe_rounds: int = 3,
+    queue_min: int = 3,
+    issues: int = 144,
+    **bench,
+) -> dict | None:  # rounds, fewest queue samples, shifts
     ("Worker: the share of a core with all ranks busy (on a CPU), what communicating costs the compute beside it, then "
     "`bench_links` — one launch per world size.")
     cont = contention_worker(rank, world_size, model, rounds=share_rounds, seconds=share_s) if share_rounds else None
-    inter = interference_worker(rank, world_size, model, calls=max(bench.get("calls", 20), 8), samples=probe_samples, queue_budget_s=queue_budget_s,
-                                rounds=probe_rounds, min_samples=queue_min, issues=issues)
+    inter = interference_worker(
+        rank,
+        world_size,
+        model,
+        calls=max(bench.get("calls", 20), 8),
+        samples=probe_samples,
+        queue_budget_s=queue_budget_s,
+        rounds=probe_rounds,
+        min_samples=queue_min,
+        issues=issues,
+    )
     rows = bench_links(rank, world_size, model=model, **bench)
     return {"share": None, **(cont or {}), "rows": rows, **(inter or {})} if rank == 0 else None
 
@@ -214,7 +244,12 @@ def _supervised_step_s(m: ModelSpec, proc: dict, mem: float, gbs: int = 4, runs:
     d = proc["detail"]
     opt = 28 * d["params"] / (mem * 1e9) + d["optimizer_ops"] * proc["opt_op_s"]
     step_s = max(meas["other_s"] - opt - cfg.num_microbatches * proc["microbatch_s"], proc["step_s"])
-    return {"step_s": step_s, "detail": dict(d, supervised_other_s=meas["other_s"], supervised_other_runs_s=[r["other_s"] for r in runs], batch_step_s=proc["step_s"])}
+    return {
+        "step_s": step_s,
+        "detail": dict(
+            d, supervised_other_s=meas["other_s"], supervised_other_runs_s=[r["other_s"] for r in runs], batch_step_s=proc["step_s"]
+        ),
+    }
 
 # %% ../../nbs/40_runtime/45_calibrate.ipynb #beac6e9e
 WAIT_PROBES = {2: dict(tp=2, global_batch_size=2), 4: dict(dp=2, tp=2, global_batch_size=4)}   # world -> the layout timed
@@ -245,8 +280,14 @@ def _to_idle(r: dict, cores: int, world: int) -> dict:
     "A world's calibration figures (`calibration_worker`'s) as on an idle host: what `r['background_cores']` took divided out."
     f = left_by(cores, r.get("background_cores") or 0.0, world)
     if f >= 1.0: return r
-    return dict(r, share=None if r.get("share") is None else min(1.0, r["share"] / f), penalty_s=r["penalty_s"] * f, issue_s={k: v * f for k, v in r["issue_s"].items()},
-                skew_phase_s=r["skew_phase_s"] * f, rows=[dict(x, time_s=x["time_s"] * f) for x in r["rows"]])
+    return dict(
+        r,
+        share=None if r.get("share") is None else min(1.0, r["share"] / f),
+        penalty_s=r["penalty_s"] * f,
+        issue_s={k: v * f for k, v in r["issue_s"].items()},
+        skew_phase_s=r["skew_phase_s"] * f,
+        rows=[dict(x, time_s=x["time_s"] * f) for x in r["rows"]],
+    )
 
 # %% ../../nbs/40_runtime/45_calibrate.ipynb #bbfd9ad9
 def calibrate(quick: bool = False,              # 2 and 4 ranks, fewer sizes and calls (< 15 s)
@@ -284,7 +325,22 @@ def calibrate(quick: bool = False,              # 2 and 4 ranks, fewer sizes and
     phases = {"one process": round(time.monotonic() - t0, 1)}
     devices = cores if kind == "cpu" else (torch.cuda.device_count() if kind == "cuda" else torch.npu.device_count())
     backend = {"cpu": "gloo", "cuda": "nccl", "npu": "hccl"}[kind]
-    shares, links, rows, penalty, overlap, queue, alone, in_rank, skew, background, assumed, phase, issue, cpu = {}, {}, [], {}, {}, {}, {}, {}, {}, {}, [], {}, {}, {}
+    shares, links, rows, penalty, overlap, queue, alone, in_rank, skew, background, assumed, phase, issue, cpu = (
+        {},
+        {},
+        [],
+        {},
+        {},
+        {},
+        {},
+        {},
+        {},
+        {},
+        [],
+        {},
+        {},
+        {},
+    )
     sizes = (4 << 10, 1 << 20) if quick else (4 << 10, 64 << 10, 1 << 20)   # quick: the ends; 256 KB often hid the bandwidth
     preset_bw = get_topology("local").levels[0].bandwidth_GBps if kind == "cpu" else None   # where sizes hide the bandwidth
     ops = ("all_reduce", "all_to_all", "send_recv", "handoff") + (() if quick else ("all_gather", "reduce_scatter"))
@@ -300,32 +356,82 @@ def calibrate(quick: bool = False,              # 2 and 4 ranks, fewer sizes and
         if kind == "cpu": background[str(w)] = r.get("background_cores", 0.0); r = _to_idle(r, cores, w)
         if r["share"] is not None: shares[str(w)] = r["share"]
         if r.get("fwd_bwd_s"): in_rank[str(w)] = r["fwd_bwd_s"]
-        penalty[str(w)], overlap[str(w)], skew[str(w)], phase[str(w)] = r["penalty_s"], r["overlap"], r["skew"], r["skew_phase_s"]; issue.update(r["issue_s"]); cpu[str(w)] = round(comm_cpu(r["rows"]), 3)
+        penalty[str(w)], overlap[str(w)], skew[str(w)], phase[str(w)] = r["penalty_s"], r["overlap"], r["skew"], r["skew_phase_s"]
+        issue.update(r["issue_s"])
+        cpu[str(w)] = round(comm_cpu(r["rows"]), 3)
         queue[str(w)], alone[str(w)] = r["queue"], r["queue_alone"]
         fitted, unmeasured = _fit_rows(w, r["rows"], gs, ops, backend, preset_bw)
         links.update(fitted); assumed += unmeasured; rows += [dict(x, world=w) for x in r["rows"]]
         phases[f"{w} ranks"] = round(time.monotonic() - t0 - sum(phases.values()), 1)
-        say(f"{w} ranks: {background.get(str(w), 0.0):.2f} cores busy elsewhere (divided out), share {shares.get(str(w))}, penalty {1e6 * penalty[str(w)]:.0f} µs per collective, a ring shift's issue {_issue_text(r['issue_s'])}, collectives' CPU {cpu[str(w)]:.2f} of computing's, "
-            f"overlap {overlap[str(w)]:.2f}, queued {alone[str(w)]:.2f} alone and {queue[str(w)]:.2f} exposed, skew {skew[str(w)]:.3f} s per s of compute, links {fitted}")
+        say(
+            f"{w} ranks: {background.get(str(w), 0.0):.2f} cores busy elsewhere (divided out), share {shares.get(str(w))}, penalty {1e6 * penalty[str(w)]:.0f} µs per collective, a ring shift's issue {_issue_text(r['issue_s'])}, collectives' CPU {cpu[str(w)]:.2f} of computing's, "
+            f"overlap {overlap[str(w)]:.2f}, queued {alone[str(w)]:.2f} alone and {queue[str(w)]:.2f} exposed, skew {skew[str(w)]:.3f} s per s of compute, links {fitted}"
+        )
     probes.append(probe_s(m, probe, dev))
     say(f"speed check: {1e3 * probes[0]:.2f} ms at the start, {1e3 * probes[1]:.2f} ms at the end")
     level = "loopback" if kind == "cpu" else "node"
     host = socket.gethostname()
     k = statistics.median(in_rank.values()) / proc["detail"]["fwd_bwd_s"] if in_rank else 1.0   # a rank alone vs this process
     say(f"a spawned rank runs the reference forward + backward {k:.2f}× this process's time: per-operator figures scaled")
-    proc = dict(proc, op_s=proc["op_s"] * k, opt_op_s=proc["opt_op_s"] * k, microbatch_s=proc["microbatch_s"] * k, step_s=proc["step_s"] * k,
-                region_s=proc["region_s"] * k, recompute_op_s=proc["recompute_op_s"] * k, op_token_s=proc["op_token_s"] * k, ring_op_s=proc["ring_op_s"] * k,
-                detail=dict(proc["detail"], rank_slowdown=k))
+    proc = dict(
+        proc,
+        op_s=proc["op_s"] * k,
+        opt_op_s=proc["opt_op_s"] * k,
+        microbatch_s=proc["microbatch_s"] * k,
+        step_s=proc["step_s"] * k,
+        region_s=proc["region_s"] * k,
+        recompute_op_s=proc["recompute_op_s"] * k,
+        op_token_s=proc["op_token_s"] * k,
+        ring_op_s=proc["ring_op_s"] * k,
+        detail=dict(proc["detail"], rank_slowdown=k),
+    )
     if kind == "cpu":                                     # the per-step cost of a supervised rank, from one real run
         proc = dict(proc, **_supervised_step_s(m, proc, mem, runs=1 if quick else 2))
         say(f"a supervised rank pays {1e3 * proc['step_s']:.2f} ms per step beyond its optimizer and micro-batches")
-    prof = MachineProfile(name or f"{host}-{kind}", kind, host, time.time(), topology or ("local" if kind == "cpu" else f"local-{kind}"),
-                          devices, rates, proc["op_s"], proc["opt_op_s"], mem, proc["microbatch_s"], proc["step_s"], shares,
-                          {level: links} if links else {}, ep_imbalance("tiny-moe", 2), proc["region_s"], proc["recompute_op_s"],
-                          penalty, overlap, queue, alone, skew, round(os.getloadavg()[0], 2),
-                          dict(proc["detail"], model=m.name, link_rows=rows, bandwidth_assumed=assumed, background_cores=background, probe_s=statistics.median(probes), probes_s=probes, seconds=round(time.monotonic() - t0, 1), phase_s=phases,
-                               threads_per_rank=1, backend=backend), backend=backend, skew_phase_s=phase,
-                          op_token_s=proc["op_token_s"], issue_s=issue, ring_op_s=proc["ring_op_s"], comm_cpu=cpu)
+    prof = MachineProfile(
+        name or f"{host}-{kind}",
+        kind,
+        host,
+        time.time(),
+        topology or ("local" if kind == "cpu" else f"local-{kind}"),
+        devices,
+        rates,
+        proc["op_s"],
+        proc["opt_op_s"],
+        mem,
+        proc["microbatch_s"],
+        proc["step_s"],
+        shares,
+        {level: links} if links else {},
+        ep_imbalance("tiny-moe", 2),
+        proc["region_s"],
+        proc["recompute_op_s"],
+        penalty,
+        overlap,
+        queue,
+        alone,
+        skew,
+        round(os.getloadavg()[0], 2),
+        dict(
+            proc["detail"],
+            model=m.name,
+            link_rows=rows,
+            bandwidth_assumed=assumed,
+            background_cores=background,
+            probe_s=statistics.median(probes),
+            probes_s=probes,
+            seconds=round(time.monotonic() - t0, 1),
+            phase_s=phases,
+            threads_per_rank=1,
+            backend=backend,
+        ),
+        backend=backend,
+        skew_phase_s=phase,
+        op_token_s=proc["op_token_s"],
+        issue_s=issue,
+        ring_op_s=proc["ring_op_s"],
+        comm_cpu=cpu,
+    )
     if kind == "cpu":                                     # blocking waits in a real step over their price from the fits
         probed = [w for w in worlds if w in WAIT_PROBES][:1 if quick else None]   # quick: the smallest
         sw = _supervised_waits(m, prof, probed, **(dict(runs=1, steps=4, skip=1) if quick else {}))
@@ -343,22 +449,36 @@ def speed_probe(prof: MachineProfile, seconds: float = 0.5) -> float:
 # %% ../../nbs/40_runtime/45_calibrate.ipynb #f1c5184e
 def _profile_text(p: MachineProfile, where: str) -> str:
     l = p.links.get(next(iter(p.links), ""), {})
-    bw = lambda k, v: f"{v['all'][0]:.2f} GB/s" + (" (assumed: the preset's; sizes timed hid it)" if f"{k} all" in p.detail.get("bandwidth_assumed", []) else "")
+    bw = lambda k, v: (
+        f"{v['all'][0]:.2f} GB/s"
+        + (" (assumed: the preset's; sizes timed hid it)" if f"{k} all" in p.detail.get("bandwidth_assumed", []) else "")
+    )
     links = "; ".join(f"{k}: {v['all'][2] * 1e3:.2f} ms a call + α {v['all'][1] * 1e3:.2f} ms a round, {bw(k, v)}"
                       if len(v["all"]) > 2 else f"{k}: α {v['all'][1] * 1e3:.2f} ms, {bw(k, v)}" for k, v in l.items() if "all" in v)
-    return "\n".join([f"profile {p.name!r} ({p.kind}, {p.devices} {'cores' if p.kind == 'cpu' else 'devices'}, host {p.host}) — {where}",
-                      f"  matmul {', '.join(f'{k} {v * 1e3:.1f} GFLOP/s' for k, v in p.matmul_tflops.items())} per rank; "
-                      f"{p.op_s * 1e6:.1f} µs per operator + {p.op_token_s * 1e9:.1f} ns per token it carries (ring attention's {p.ring_op_s * 1e6:.1f} µs); copy {p.memory_GBps:.1f} GB/s; a supervised rank's step {p.step_s * 1e3:.2f} ms beyond them",
-                      f"  share of a core: {_per_world(p.shares)}; a collective's CPU while it runs, over computing's: {_per_world(p.comm_cpu)}",
-                      f"  links: {links or 'not measured'}", *_async_text(p), *_waits_text(p), f"  EP imbalance {p.ep_imbalance:.2f}; load {p.load_avg}; {p.detail.get('seconds')} s" + _bg_text(p)]
-                     + _probe_text(p))
+    return "\n".join(
+        [
+            f"profile {p.name!r} ({p.kind}, {p.devices} {'cores' if p.kind == 'cpu' else 'devices'}, host {p.host}) — {where}",
+            f"  matmul {', '.join(f'{k} {v * 1e3:.1f} GFLOP/s' for k, v in p.matmul_tflops.items())} per rank; "
+            f"{p.op_s * 1e6:.1f} µs per operator + {p.op_token_s * 1e9:.1f} ns per token it carries (ring attention's {p.ring_op_s * 1e6:.1f} µs); copy {p.memory_GBps:.1f} GB/s; a supervised rank's step {p.step_s * 1e3:.2f} ms beyond them",
+            f"  share of a core: {_per_world(p.shares)}; a collective's CPU while it runs, over computing's: {_per_world(p.comm_cpu)}",
+            f"  links: {links or 'not measured'}",
+            *_async_text(p),
+            *_waits_text(p),
+            f"  EP imbalance {p.ep_imbalance:.2f}; load {p.load_avg}; {p.detail.get('seconds')} s" + _bg_text(p),
+        ]
+        + _probe_text(p)
+    )
 
 def _probe_text(p: MachineProfile) -> list[str]:
     ("The speed check's two readings; a warning when the machine's speed moved by over half between them (a shared host's "
     "slow phases: on this 2-core VM the two readings differ by up to 40 % in an ordinary calibration).")
     a, b = (p.detail.get("probes_s") or [None, None])[:2]
     if not a or not b: return []
-    moved = f" — the machine's speed moved {100 * (b / a - 1):+.0f} % while measured: calibrate again on a quiet host" if abs(b / a - 1) > 0.5 else ""
+    moved = (
+        f" — the machine's speed moved {100 * (b / a - 1):+.0f} % while measured: calibrate again on a quiet host"
+        if abs(b / a - 1) > 0.5
+        else ""
+    )
     return [f"  speed check (reference forward + backward): {1e3 * a:.2f} ms at the start, {1e3 * b:.2f} ms at the end{moved}"]
 
 def _per_world(d: dict) -> str:
@@ -367,8 +487,11 @@ def _per_world(d: dict) -> str:
 
 def _async_text(p: MachineProfile) -> list[str]:
     if not p.overlap and not p.queue: return []
-    return [f"  async collectives: one hidden by compute {_per_world(p.overlap)}; queued back to back, their time alone {_per_world(p.queue_alone)},"
-            f" exposed beside compute {_per_world(p.queue)} (of their time one by one)" + (f"; a ring shift's issue {_issue_text(p.issue_s)}" if p.issue_s else "")]
+    return [
+        f"  async collectives: one hidden by compute {_per_world(p.overlap)}; queued back to back, their time alone {_per_world(p.queue_alone)},"
+        f" exposed beside compute {_per_world(p.queue)} (of their time one by one)"
+        + (f"; a ring shift's issue {_issue_text(p.issue_s)}" if p.issue_s else "")
+    ]
 
 def _waits_text(p: MachineProfile) -> list[str]:
     return [f"  blocking waits in a supervised step over the links' price: {_per_world(p.waits)}"] if p.waits else []
@@ -391,7 +514,11 @@ def cli_calibrate(argv: list[str]) -> int:
     if worlds and any(w < 2 or w > 64 for w in worlds): p.error(f"--worlds {a.worlds}: use 2..64 ranks")
     prof = calibrate(quick=a.quick, name=a.name, worlds=worlds)
     off = a.archive is None and os.environ.get("SUPERNODE_NB_ARCHIVE", "on").lower() in ("off", "0", "no", "false")
-    where = "not saved (SUPERNODE_NB_ARCHIVE=off)" if off else f"saved in {Archive(a.archive).path} as id {Archive(a.archive).save_profile(prof)}"
+    where = (
+        "not saved (SUPERNODE_NB_ARCHIVE=off)"
+        if off
+        else f"saved in {Archive(a.archive).path} as id {Archive(a.archive).save_profile(prof)}"
+    )
     d = prof.to_dict(); d["detail"] = {k: v for k, v in d["detail"].items() if k != "link_rows"}
     emit(dict(d, saved=not off, where=where), a.json, _profile_text(prof, where))
     return 0

@@ -84,7 +84,11 @@ class ClusterRun(RunHandle):
 def _why_dead(self, r) -> str:
     e, pid = self._errors.get(r), self.cluster._pids.get(r)
     code = self.cluster._exit_code(r)
-    how = f"killed by {signal.Signals(-code).name}" if code is not None and code < 0 else (f"exited with code {code}" if code is not None else "gone")
+    how = (
+        f"killed by {signal.Signals(-code).name}"
+        if code is not None and code < 0
+        else (f"exited with code {code}" if code is not None else "gone")
+    )
     return f"engine pid {pid} {how}" + (f": {_err_line(e)}" if e is not None and getattr(e, "ename", "") != "EngineError" else "")
 
 @patch
@@ -129,7 +133,16 @@ def _fail(self: ClusterRun, running):
         st = "stopped" if s == "failed" and r not in real else s
         why = dead.get(r) or errs.get(r) or ("still running when its peers timed out" if r in hung else "")
         tb = getattr(self._errors.get(r), "traceback", None) or (errs.get(r) if r in real else None)
-        ranks[r] = RankState(r, st, why, self.layout.coords(r) if self.layout else dict(rec.get("coords") or {}), rec.get("step"), rec.get("last_op"), None, tb)
+        ranks[r] = RankState(
+            r,
+            st,
+            why,
+            self.layout.coords(r) if self.layout else dict(rec.get("coords") or {}),
+            rec.get("step"),
+            rec.get("last_op"),
+            None,
+            tb,
+        )
     self.report = FaultReport(kind, blame, ranks, self.started, detected, time.monotonic() - ts, left, None, "ipyparallel", dict(self.last))
     self._outcome = RunFailed(self.report)
     raise self._outcome

@@ -48,7 +48,8 @@ def read_hostfile(text: str) -> dict[str, int]:
         words = line.split("#", 1)[0].split()
         if not words: continue
         m = re.fullmatch(r"slots=(\S+)", words[1]) if len(words) == 2 else None
-        if len(words) > 2 or (len(words) == 2 and not m): raise ValueError(f"hostfile line {n}: {line.strip()!r} is not `host` or `host slots=k`")
+        if len(words) > 2 or (len(words) == 2 and not m):
+            raise ValueError(f"hostfile line {n}: {line.strip()!r} is not `host` or `host slots=k`")
         if _check_host(words[0]) in out: raise ValueError(f"hostfile line {n}: host {words[0]} is listed twice")
         out[words[0]] = _slots(words[0], m.group(1)) if m else 1
     if not out: raise ValueError("the hostfile lists no hosts")
@@ -157,7 +158,9 @@ def write_profile(profile_dir,                 # the profile folder (created if 
 
 # %% ../../nbs/40_runtime/4a_clusterconfig.ipynb #dac4055c
 def _parser() -> Parser:
-    p = Parser(prog="supernode-nb cluster-config", description="Write an ipyparallel profile whose engines run on other hosts (ssh, mpi, slurm).")
+    p = Parser(
+        prog="supernode-nb cluster-config", description="Write an ipyparallel profile whose engines run on other hosts (ssh, mpi, slurm)."
+    )
     p.add_argument("--launcher", required=True, choices=sorted(LAUNCHERS), help="how engines start on the hosts")
     g = p.add_mutually_exclusive_group(required=True)
     g.add_argument("--hosts", help="node1,node2 or node1=8,node2=8 (engines per host)")
@@ -199,7 +202,13 @@ def cli_cluster_config(argv: list[str]) -> int:
     ip = out["config"]["Cluster"]["controller_ip"]
     out["start"] = [f"Cluster({n}, host={ip!r}, profile_dir={out['profile_dir']!r})",
                     f"ipcluster start --profile-dir={shlex.quote(out['profile_dir'])} -n {n}"]
-    text = "\n".join([f"wrote {', '.join(out['files'])}", f"{a.launcher}: {n} engines on {', '.join(f'{h} ({k})' for h, k in hosts.items())}; "
-                      f"controller on {ip}", "start it from Python:  " + out["start"][0], "or from a shell:       " + out["start"][1]])
+    text = "\n".join(
+        [
+            f"wrote {', '.join(out['files'])}",
+            f"{a.launcher}: {n} engines on {', '.join(f'{h} ({k})' for h, k in hosts.items())}; controller on {ip}",
+            "start it from Python:  " + out["start"][0],
+            "or from a shell:       " + out["start"][1],
+        ]
+    )
     emit(out, a.json, text)
     return 0

@@ -210,7 +210,12 @@ class FaultReport:
         head = f"{self.kind} rank{'s' if len(self.culprits) > 1 else ''} {', '.join(map(str, self.culprits))}" + \
                (f" on axis {self.axis}" if self.axis else "") + f", seen {self.detected - self.started:.2f} s after launch; " \
                f"all ranks stopped in {self.stop_s:.2f} s, {len(self.left)} process(es) left"
-        return head + "\n" + "\n".join(["  " + self.ranks[r].line() for r in sorted(self.ranks)] + ["  cause " + l for l in lines(self.causes)])
+        return (
+            head
+            + "\n"
+            + "\n".join(["  " + self.ranks[r].line() for r in sorted(self.ranks)] + ["  cause " + l for l in lines(self.causes)])
+        )
+
     def to_dict(self) -> dict:
         return {"kind": self.kind, "culprits": self.culprits, "axis": self.axis, "ranks": {r: asdict(s) for r, s in self.ranks.items()},
                 "started": self.started, "detected": self.detected, "stop_s": self.stop_s, "left": self.left,

@@ -69,7 +69,14 @@ def _ref(fn: Callable) -> tuple[str, str]:
 
 # %% ../../nbs/40_runtime/40_launch.ipynb #0d670fbb
 START_METHODS = ("forkserver", "spawn")
-_PRELOAD = ["torch", "torch.distributed", "torch.optim", "torch._dynamo", "supernode_nb.runtime.runner"]   # AdamW imports torch._dynamo (seconds)
+_PRELOAD = [
+    "torch",
+    "torch.distributed",
+    "torch.optim",
+    "torch._dynamo",
+    "supernode_nb.runtime.runner",
+]  # AdamW imports torch._dynamo (seconds)
+
 
 def _start_method(method: str | None) -> str:
     "`method`, or `SUPERNODE_NB_START_METHOD`'s, or forkserver; fork is refused."
@@ -134,16 +141,23 @@ def spawn(fn: Callable | str,          # an importable function `fn(rank, world_
     if world_size < 1: raise ValueError(f"world_size={world_size} must be >= 1")
     ctx = mp_context(start_method)
     q, port = ctx.Queue(), free_port()
-    entry = _resolve("supernode_nb.runtime.launch", "_entry")      # the installed function: importable by the ranks
-    procs = [ctx.Process(target=entry, args=(fn, r, world_size, port, backend, group_timeout_s, args, kwargs, q, None, dict(os.environ)), daemon=True)
-             for r in range(world_size)]
+    entry = _resolve("supernode_nb.runtime.launch", "_entry")  # the installed function: importable by the ranks
+    procs = [
+        ctx.Process(
+            target=entry, args=(fn, r, world_size, port, backend, group_timeout_s, args, kwargs, q, None, dict(os.environ)), daemon=True
+        )
+        for r in range(world_size)
+    ]
     for p in procs: p.start()
     results, failures, deadline = {}, {}, time.monotonic() + timeout_s
     try:
         while len(results) + len(failures) < world_size:
             left = deadline - time.monotonic()
             if left <= 0:
-                failures.update({r: f"timed out after {timeout_s:.0f} s" for r in range(world_size) if r not in results and r not in failures}); break
+                failures.update(
+                    {r: f"timed out after {timeout_s:.0f} s" for r in range(world_size) if r not in results and r not in failures}
+                )
+                break
             try: r, ok, out = q.get(timeout=min(left, 0.5))
             except queue.Empty:
                 for r, p in enumerate(procs):   # died without reporting (killed, segfault)

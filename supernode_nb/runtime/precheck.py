@@ -160,11 +160,29 @@ class PrecheckReport:
                 "elapsed_s": round(self.elapsed_s, 3), "missing": self.missing, "axes": self.by_axis(), "same_as": self.same_as}
 
     def text(self) -> str:
-        head = "precheck " + ("OK" if self.ok else "FAILED") + f": world {self.world_size}, timeout {self.timeout_s:g} s, took {self.elapsed_s:.2f} s"
-        lines = [head + (f"; never joined: rank{'s' if len(self.missing) > 1 else ''} {', '.join(map(str, self.missing))}" if self.missing else "")]
+        head = (
+            "precheck "
+            + ("OK" if self.ok else "FAILED")
+            + f": world {self.world_size}, timeout {self.timeout_s:g} s, took {self.elapsed_s:.2f} s"
+        )
+        lines = [
+            head
+            + (f"; never joined: rank{'s' if len(self.missing) > 1 else ''} {', '.join(map(str, self.missing))}" if self.missing else "")
+        ]
         for axis, d in self.by_axis().items():
             c = d["collective"]
-            cs = "" if not c else " · all_reduce " + (f"ok ({c['seconds'] * 1e3:.1f} ms)" if c.get("ok") else f"FAILED ({c.get('error')})" if c.get("ok") is False else "skipped")
+            cs = (
+                ""
+                if not c
+                else " · all_reduce "
+                + (
+                    f"ok ({c['seconds'] * 1e3:.1f} ms)"
+                    if c.get("ok")
+                    else f"FAILED ({c.get('error')})"
+                    if c.get("ok") is False
+                    else "skipped"
+                )
+            )
             alias = "".join(f" (= {x})" for x, y in self.same_as.items() if y == axis)
             lines.append(f"  {axis:>3}{alias}: {d['links_up']}/{d['links']} links up{cs}")
             for l in d["down"]: lines.append(f"       {l['a']} ↔ {l['b']} DOWN: {l['error']}")
@@ -188,7 +206,11 @@ def _assemble(get, layout: RankLayout, timeout: float, elapsed: float, run: int,
                     secs = [e.get("seconds") for e in ends if e is not None and e.get("seconds") is not None]
                     links.append(Link(axis, a, b, ok, max(secs) if ok and secs else None, "; ".join(dict.fromkeys(errs)) or None))
     final0 = get(f"{p}/final/0")
-    coll = json.loads(final0)["collectives"] if final0 else ({a: {"ok": False, "error": "rank 0 did not report"} for a in plan} if plan else {})
+    coll = (
+        json.loads(final0)["collectives"]
+        if final0
+        else ({a: {"ok": False, "error": "rank 0 did not report"} for a in plan} if plan else {})
+    )
     return PrecheckReport(W, timeout, elapsed, plan, links, sorted(set(range(W)) - joined), coll, same_as=_same_as(layout))
 
 # %% ../../nbs/40_runtime/43_precheck.ipynb #e858d3a6
@@ -247,7 +269,9 @@ def cli_precheck(argv: list[str]) -> int:
     L = RankLayout.from_config(config_from_args(a))
     world = a.world or L.world_size
     if world != L.world_size:
-        raise UsageError(f"supernode-nb precheck: error: --world {world} ≠ tp({a.tp}) × cp({a.cp}) × dp({a.dp}) × pp({a.pp}) = {L.world_size}")
+        raise UsageError(
+            f"supernode-nb precheck: error: --world {world} ≠ tp({a.tp}) × cp({a.cp}) × dp({a.dp}) × pp({a.pp}) = {L.world_size}"
+        )
     if a.timeout <= 0: raise UsageError(f"supernode-nb precheck: error: --timeout {a.timeout:g} must be > 0")
     bad = [r for r in a.block_rank if not 0 <= r < world]
     if bad: raise UsageError(f"supernode-nb precheck: error: --block-rank {bad[0]} out of range 0..{world - 1}")

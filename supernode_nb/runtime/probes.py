@@ -128,7 +128,10 @@ def interference_worker(rank: int, world_size: int, model: dict, calls: int = 20
         for f in (one_by_one, lambda: work(kq), side_by_side, lambda: side_by_side(kq)): dist.barrier(); out.append(timed(f))
         return out
     dist.barrier(); first = torch.tensor([timed(one_by_one)]); dist.all_reduce(first, dist.ReduceOp.MAX)
-    kq, n = max(1, round(first.item() / t_w1)), min(30, max(min_samples, int(queue_budget_s / (3.7 * first.item()))))   # every rank: n samples
+    kq, n = (
+        max(1, round(first.item() / t_w1)),
+        min(30, max(min_samples, int(queue_budget_s / (3.7 * first.item())))),
+    )  # every rank: n samples
     S = [sample() for _ in range(n)]
     exposed, alone = [(bo - w_) / max(b, 1e-9) for b, w_, _, bo in S], [a / max(b, 1e-9) for b, _, a, _ in S]
     issue = {}                        # per ring size: 2 (its send and receive on one connection) and the whole world
@@ -144,8 +147,17 @@ def interference_worker(rank: int, world_size: int, model: dict, calls: int = 20
             for _ in range(max(1, -(-issues // rounds // (3 * n - 2)))): ring_attention(*qkv, ring).sum().backward()
             means.append(statistics.mean(r.issue_s for r in rec.records))
         issue[n] = statistics.median(means)
-    t = torch.tensor([statistics.median(woke) - statistics.median(bare), statistics.median(hidden), skew, statistics.median(exposed), statistics.median(alone),
-                      statistics.mean(phases), *issue.values()])
+    t = torch.tensor(
+        [
+            statistics.median(woke) - statistics.median(bare),
+            statistics.median(hidden),
+            skew,
+            statistics.median(exposed),
+            statistics.median(alone),
+            statistics.mean(phases),
+            *issue.values(),
+        ]
+    )
     dist.all_reduce(t); t /= world_size
     return {"penalty_s": max(float(t[0]), 0.0), "overlap": min(max(float(t[1]), 0.0), 1.0), "skew": float(t[2]),
             "queue": min(max(float(t[3]), 0.0), 1.5), "queue_alone": min(max(float(t[4]), 0.1), 1.5), "skew_phase_s": float(t[5]),
@@ -219,7 +231,9 @@ def bench_links(rank: int, world_size: int, sizes=(4 << 10, 64 << 10, 1 << 20), 
                 t = torch.tensor(t); dist.all_reduce(t)
                 t = (t[0:1] - t[1:2]) / world_size if op == "handoff" else t / world_size
                 S = numel * 4 * (g if op == "all_gather" else 1)
-                rows.append({"op": op, "bytes": S, "group_size": g, "time_s": t[0].item()} | ({} if op == "handoff" else {"cpu": t[1].item()}))
+                rows.append(
+                    {"op": op, "bytes": S, "group_size": g, "time_s": t[0].item()} | ({} if op == "handoff" else {"cpu": t[1].item()})
+                )
     return rows if rank == 0 else None
 
 def comm_cpu(rows) -> float:

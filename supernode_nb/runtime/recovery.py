@@ -89,7 +89,12 @@ def run_with_recovery(spec: RunSpec,                # the run; `checkpoint_dir` 
     for attempt in range(max_restarts + 1):
         resume = spec.checkpoint_dir if latest(spec.checkpoint_dir) is not None else spec.resume
         s = spec.replace(parallel=cfg, resume=resume, fault=spec.fault if attempt == 0 else None)
-        rec, seen, t0 = {"attempt": attempt, "config": cfg.to_dict(), "devices": [int(d) for d in pl.device_array], "resumed": bool(resume)}, {}, time.monotonic()
+        rec, seen, t0 = (
+            {"attempt": attempt, "config": cfg.to_dict(), "devices": [int(d) for d in pl.device_array], "resumed": bool(resume)},
+            {},
+            time.monotonic(),
+        )
+
         def collect(r, seen=seen):
             if r.get("rank") == 0 and "loss" in r: seen[r["step"]] = r["loss"]
             if progress is not None: progress(r)
@@ -126,7 +131,9 @@ def _progress(spec: RunSpec):
 def _run_cli(spec: RunSpec, opts: dict, progress) -> dict:
     "The run (with restarts when asked); `RunFailed` when it cannot finish."
     if not opts["max_restarts"]: return run(spec, progress, timeout_s=opts["timeout"], hang_timeout_s=opts["hang_timeout"])
-    out = run_with_recovery(spec, max_restarts=opts["max_restarts"], hang_timeout_s=opts["hang_timeout"], timeout_s=opts["timeout"], progress=progress)
+    out = run_with_recovery(
+        spec, max_restarts=opts["max_restarts"], hang_timeout_s=opts["hang_timeout"], timeout_s=opts["timeout"], progress=progress
+    )
     if not out["ok"]:
         err = RuntimeError(f"gave up after {opts['max_restarts']} restart(s); last fault:\n{out['attempts'][-1]['fault_text']}")
         err.restarts = out["restarts"]; raise err

@@ -15,7 +15,15 @@ from ..foundation.config import (ModelSpec, ParallelConfig, ConfigError, add_par
 from ..foundation.layout import RankLayout
 from ..comm.collectives import Comm, CommRecorder
 from ..parallel.engine import Engine, parallelize, local_comm, merge_traces
-from ..parallel.checkpoint import holdings, load_engine, maybe_save, param_digest, add_checkpoint_args, checkpoint_spec, read_manifest
+from supernode_nb.parallel.checkpoint import (
+    holdings,
+    load_engine,
+    maybe_save,
+    param_digest,
+    add_checkpoint_args,
+    checkpoint_spec,
+    read_manifest,
+)
 from .launch import _resolve
 from .faults import FAULT_KINDS, RunHandle, inject, parse_fault, stragglers, watch
 from .spec import RunSpec, make_spec
@@ -157,7 +165,9 @@ def breakdown_figure(result: dict, title: str | None = None):
     fig.add_bar(name="other", x=x, y=[m["other_s"] * 1e3 for m in means], marker_color="#9d755d")
     p = result["config"]["parallel"]
     deg = " ".join(f"{k}{p[k]}" for k in ("dp", "tp", "pp", "ep") if p[k] > 1) or "1 rank"
-    fig.update_layout(barmode="stack", yaxis_title="ms per step (mean)", title=title or f"step breakdown — {result['config']['model']['name']}, {deg}")
+    fig.update_layout(
+        barmode="stack", yaxis_title="ms per step (mean)", title=title or f"step breakdown — {result['config']['model']['name']}, {deg}"
+    )
     return fig
 
 # %% ../../nbs/40_runtime/44_runner.ipynb #22f50628

@@ -53,7 +53,8 @@ class RunSpec:
         s.model = s.model if isinstance(s.model, ModelSpec) else ModelSpec(**s.model)
         s.parallel = s.parallel if isinstance(s.parallel, ParallelConfig) else ParallelConfig(**s.parallel)
         s.fault = FaultSpec.from_dict(s.fault)
-        if d.get("world_size") not in (None, s.world_size): raise ConfigError([f"run spec: world_size {d['world_size']} ≠ {s.world_size} of its layout"])
+        if d.get("world_size") not in (None, s.world_size):
+            raise ConfigError([f"run spec: world_size {d['world_size']} ≠ {s.world_size} of its layout"])
         return s
 
 # %% ../../nbs/40_runtime/47_spec.ipynb #a298b7cc

@@ -38,8 +38,14 @@ class LocalRun(RunHandle):
         ctx = mp_context(start_method)
         self._q, self._rq, port = ctx.Queue(), ctx.Queue(), free_port()      # results; live records
         setup = functools.partial(_resolve(_MOD, "_rank_setup"), self.hb_dir, heartbeat_s, self._rq)
-        self.procs = [ctx.Process(target=_resolve("supernode_nb.runtime.launch", "_entry"), args=(fn, r, world, port, "gloo", group_timeout_s, args, kwargs or {}, self._q, setup, dict(os.environ)),
-                                  daemon=True) for r in range(world)]
+        self.procs = [
+            ctx.Process(
+                target=_resolve("supernode_nb.runtime.launch", "_entry"),
+                args=(fn, r, world, port, "gloo", group_timeout_s, args, kwargs or {}, self._q, setup, dict(os.environ)),
+                daemon=True,
+            )
+            for r in range(world)
+        ]
         self.started = time.time()
         for p in self.procs: p.start()
         self.results, self.errors, self.dead, self.cancelled = {}, {}, {}, False

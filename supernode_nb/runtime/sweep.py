@@ -80,10 +80,24 @@ def sweep(model: ModelSpec | str = "tiny-gpt", world: int = 4, global_batch: int
                                              started=t0, finished=time.time()) if arc else None)
             if rep < repeats - 1: continue
             meas = statistics.median(runs[i]) if runs[i] else None
-            rows.append(dict(rank=i + 1, layout=_layout(cfg), zero=cfg.zero, recompute=cfg.recompute, micro_batches=cfg.num_microbatches,
-                             predicted_s=est.step_time_s, measured_s=meas, error_pct=None if meas is None else 100 * (est.step_time_s / meas - 1),
-                             runs_s=list(runs[i]), failed="; ".join(fails[i]), profile=est.profile, archive_id=ids[i][-1], archive_ids=list(ids[i]),
-                             load_avg=round(os.getloadavg()[0], 2)))
+            rows.append(
+                dict(
+                    rank=i + 1,
+                    layout=_layout(cfg),
+                    zero=cfg.zero,
+                    recompute=cfg.recompute,
+                    micro_batches=cfg.num_microbatches,
+                    predicted_s=est.step_time_s,
+                    measured_s=meas,
+                    error_pct=None if meas is None else 100 * (est.step_time_s / meas - 1),
+                    runs_s=list(runs[i]),
+                    failed="; ".join(fails[i]),
+                    profile=est.profile,
+                    archive_id=ids[i][-1],
+                    archive_ids=list(ids[i]),
+                    load_avg=round(os.getloadavg()[0], 2),
+                )
+            )
             if progress: progress(rows[-1])
     df = pd.DataFrame(rows)
     ok = df[df.measured_s.notna()] if len(df) else df
@@ -108,7 +122,9 @@ def sweep_figure(df):
 # %% ../../nbs/40_runtime/49_sweep.ipynb #7651f960
 def cli_sweep(argv: list[str]) -> int:
     "supernode-nb sweep --top K: run the planner's K best runnable configs here, record them, predicted vs measured."
-    p = Parser(prog="supernode-nb sweep", description="Run the planner's best runnable configurations here and record each with its estimate.")
+    p = Parser(
+        prog="supernode-nb sweep", description="Run the planner's best runnable configurations here and record each with its estimate."
+    )
     p.add_argument("--top", type=int, default=4); p.add_argument("--model", default="tiny-gpt")
     p.add_argument("--world", type=int, default=4); p.add_argument("--global-batch", type=int, default=8)
     p.add_argument("--steps", type=int, default=6); p.add_argument("--profile", default="auto", help="profile name, or auto")
@@ -122,7 +138,19 @@ def cli_sweep(argv: list[str]) -> int:
     if not 1 <= a.world <= 8: p.error(f"--world {a.world}: use 1..8 local ranks")
     if not 1 <= a.repeats <= 9: p.error(f"--repeats {a.repeats}: use 1..9")
     say = None if a.json else (lambda r: print(row_text(r), flush=True))
-    df = sweep(a.model, a.world, a.global_batch, a.top, max(a.steps, 3), min(2, max(a.steps, 3) - 1), a.profile, a.archive, say, a.repeats, not a.all_variants)
+    df = sweep(
+        a.model,
+        a.world,
+        a.global_batch,
+        a.top,
+        max(a.steps, 3),
+        min(2, max(a.steps, 3) - 1),
+        a.profile,
+        a.archive,
+        say,
+        a.repeats,
+        not a.all_variants,
+    )
     tau = df.attrs["kendall_tau"]
     if a.figure: sweep_figure(df).write_html(a.figure, include_plotlyjs=True)
     n_ok = int(df.measured_s.notna().sum())

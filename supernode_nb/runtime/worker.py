@@ -37,7 +37,8 @@ _CTX: WorkerContext | None = None
 
 def context() -> WorkerContext:
     "This process's `WorkerContext`; an error if it has not joined a run."
-    if _CTX is None: raise RuntimeError("this process has not joined a run: Cluster does it on engines; under torchrun call init_from_env()")
+    if _CTX is None:
+        raise RuntimeError("this process has not joined a run: Cluster does it on engines; under torchrun call init_from_env()")
     return _CTX
 
 def _set_device(device: str, rank: int):

@@ -23,9 +23,14 @@ def advice_html(a: Advice,          # the helper's answer
     steps = "".join(f"<tr><td>{i}</td><td><b>{escape(s.question)}</b><br>{escape(s.found)}<br>→ {escape(s.decision)}</td>"
                     f"<td style='color:#555'>{escape(s.why)}</td></tr>" for i, s in enumerate(a.steps, 1))
     avoid = "".join(f"<li>no {escape(ax)}: {escape(w)}</li>" for ax, w in a.avoid.items())
-    cfgs = "".join(f"<tr><td>tp{r['config']['tp']} pp{r['config']['pp']} dp{r['config']['dp']} ep{r['config']['ep']} "
-                   f"cp{r['config']['cp']}</td><td>{r['devices']}</td><td>{r.get('step_time_s', float('nan')):.2f} s</td></tr>"
-                   for r in rows) or "<tr><td colspan=3><i>no configuration of this family fits: relax the goal or add devices</i></td></tr>"
+    cfgs = (
+        "".join(
+            f"<tr><td>tp{r['config']['tp']} pp{r['config']['pp']} dp{r['config']['dp']} ep{r['config']['ep']} "
+            f"cp{r['config']['cp']}</td><td>{r['devices']}</td><td>{r.get('step_time_s', float('nan')):.2f} s</td></tr>"
+            for r in rows
+        )
+        or "<tr><td colspan=3><i>no configuration of this family fits: relax the goal or add devices</i></td></tr>"
+    )
     return (f"<table class='snb-advice'><tr><th>#</th><th>question → decision</th><th>why</th></tr>{steps}</table>"
             f"<p><b>family: {escape(a.family())}</b></p><ul>{avoid}</ul>"
             f"<table class='snb-advice-plans'><tr><th>config</th><th>devices</th><th>step</th></tr>{cfgs}</table>")

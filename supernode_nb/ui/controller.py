@@ -45,7 +45,13 @@ class RunController:
                  load_every: float = 2.0,         # seconds between updates of the host's load windows (each re-prices the estimate)
                  dispatch: Callable | None = None,  # dispatch(fn): where state updates run (a kernel's main loop); None: at once
                  fault: FaultSpec | dict | None = None):  # a fault every run rehearses (chaos testing)
-        self.state, self.launcher, self.max_ranks, self.interval, self.load_every = state, launcher or LocalLauncher(), max_ranks, interval, load_every
+        self.state, self.launcher, self.max_ranks, self.interval, self.load_every = (
+            state,
+            launcher or LocalLauncher(),
+            max_ranks,
+            interval,
+            load_every,
+        )
         self.dispatch, self.fault = dispatch or (lambda fn: fn()), fault
         self.log: RunLog | None = None
         self.handle: RunHandle | None = None
@@ -165,8 +171,13 @@ def _pump(self: RunController, steps: int):
             done = log.complete_steps()
             slow = stragglers([list(log.steps[s].values()) for s in done])
             extra = {} if self._stop.is_set() else dict(status="running")
-            self._post(rank_states={k: dict(v) for k, v in states.items()}, progress=min(len(done) / max(steps, 1), 1.0),
-                       stragglers=slow, message=f"step {len(done)}/{steps}" + "".join(f"; rank {s['rank']} slow ×{s['score']:.1f}" for s in slow), **extra)
+            self._post(
+                rank_states={k: dict(v) for k, v in states.items()},
+                progress=min(len(done) / max(steps, 1), 1.0),
+                stragglers=slow,
+                message=f"step {len(done)}/{steps}" + "".join(f"; rank {s['rank']} slow ×{s['score']:.1f}" for s in slow),
+                **extra,
+            )
         time.sleep(self.interval if end is None and items else 0)
     self._finish(*end, states)
 

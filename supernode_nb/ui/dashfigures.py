@@ -28,7 +28,11 @@ def errors_html(errors: list[str]) -> str:
 def summary_html(st: DashboardState) -> str:
     "One line: the degrees multiplied out, the batch and the model's size."
     c, spec = st.config(), MODEL_PRESETS.get(st.model)
-    n = f"{num_params(spec) / 1e9:.3g} B params" if spec and num_params(spec) > 1e8 else (f"{num_params(spec) / 1e6:.3g} M params" if spec else "")
+    n = (
+        f"{num_params(spec) / 1e9:.3g} B params"
+        if spec and num_params(spec) > 1e8
+        else (f"{num_params(spec) / 1e6:.3g} M params" if spec else "")
+    )
     return (f'<div style="color:#555">tp({c.tp}) × cp({c.cp}) × dp({c.dp}) × pp({c.pp}) = {c.world_size} ranks · '
             f'ep {c.ep} · global batch {c.gbs} = micro-batch {c.micro_batch_size} × dp {c.dp} × {c.num_microbatches} micro-batches'
             f' · {html.escape(st.model)}: {n}</div>')
@@ -42,16 +46,20 @@ def plan_html(p) -> str:
     fams = "".join(f"<li>tp={f['tp']} cp={f['cp']} pp={f['pp']} ep={f['ep']}: {e(f['reason'])}</li>" for f in p.families[:5])
     head = f"searched {p.searched:,} configurations in {p.elapsed_s * 1e3:.0f} ms: {p.valid:,} valid, {p.fitting:,} fit memory"
     if p.best is None:
-        return f'<div class="snb-suggest" style="color:#cf222e"><b>no plan fits</b> on {e(p.topology)} — {head}<ul>{fams or rows}</ul></div>'
+        return (
+            f'<div class="snb-suggest" style="color:#cf222e"><b>no plan fits</b> on {e(p.topology)} — {head}<ul>{fams or rows}</ul></div>'
+        )
     b, c = p.best, p.best["config"]
     deg = " · ".join(f"{k}{c[k]}" for k in ("tp", "cp", "pp", "ep", "dp") if c[k] > 1) or "one device"
-    return (f'<div class="snb-suggest"><b>suggested</b> for {e(p.model)} on {b["devices"]} devices of {e(p.topology)}: <b>{deg}</b>, '
-            f'micro-batch {c["micro_batch_size"]}, {c["schedule"]}, ZeRO {c["zero"]}, recompute {c["recompute"]}'
-            f'{", sequence parallel" if c["sequence_parallel"] else ""} — {b["tokens_per_s"]:,.0f} tokens/s, step {b["step_time_s"]:.3g} s, '
-            f'MFU {b["mfu"]:.1%}, {b["memory_per_device_bytes"] / 2**30:.2f} GiB per device.<br>'
-            f'<span style="color:#555">{head}. Rejected:</span><ul style="margin:2px 0">{rows}</ul>'
-            + (f'<span style="color:#555">families with no plan that fits:</span><ul style="margin:2px 0">{fams}</ul>' if fams else "")
-            + "</div>")
+    return (
+        f'<div class="snb-suggest"><b>suggested</b> for {e(p.model)} on {b["devices"]} devices of {e(p.topology)}: <b>{deg}</b>, '
+        f'micro-batch {c["micro_batch_size"]}, {c["schedule"]}, ZeRO {c["zero"]}, recompute {c["recompute"]}'
+        f'{", sequence parallel" if c["sequence_parallel"] else ""} — {b["tokens_per_s"]:,.0f} tokens/s, step {b["step_time_s"]:.3g} s, '
+        f'MFU {b["mfu"]:.1%}, {b["memory_per_device_bytes"] / 2**30:.2f} GiB per device.<br>'
+        f'<span style="color:#555">{head}. Rejected:</span><ul style="margin:2px 0">{rows}</ul>'
+        + (f'<span style="color:#555">families with no plan that fits:</span><ul style="margin:2px 0">{fams}</ul>' if fams else "")
+        + "</div>"
+    )
 
 # %% ../../nbs/60_ui/65_dashfigures.ipynb #b9ee7ae4
 _STATE_COLORS = dict(starting="#6e7781", running="#0969da", done="#1a7f37", stopped="#9a6700", failed="#cf222e")
@@ -65,22 +73,31 @@ def rank_table_html(st: DashboardState, layout=None) -> str:
             try: coords = " ".join(f"{a}{i}" for a, i in layout.coords(int(r)).items() if layout.degrees.get(a, 1) > 1)
             except Exception: coords = ""
         c = _STATE_COLORS.get(v.get("state"), "#333")
-        rows.append(f'<tr class="snb-rank" data-rank="{r}" data-state="{v.get("state")}"><td>rank {r}</td><td>{html.escape(coords)}</td>'
-                    f'<td style="color:{c};font-weight:bold">{v.get("state")}</td><td>{"" if v.get("step") is None else "step " + str(v["step"])}</td>'
-                    + (f'<td class="snb-straggler" style="color:#9a6700">🐢 slow ×{slow[int(r)]["score"]:.1f}</td>' if int(r) in slow else "") + '</tr>')
+        rows.append(
+            f'<tr class="snb-rank" data-rank="{r}" data-state="{v.get("state")}"><td>rank {r}</td><td>{html.escape(coords)}</td>'
+            f'<td style="color:{c};font-weight:bold">{v.get("state")}</td><td>{"" if v.get("step") is None else "step " + str(v["step"])}</td>'
+            + (f'<td class="snb-straggler" style="color:#9a6700">🐢 slow ×{slow[int(r)]["score"]:.1f}</td>' if int(r) in slow else "")
+            + '</tr>'
+        )
     return '<table class="snb-ranks" style="font-size:12px">' + "".join(rows) + "</table>"
 
 def failure_html(f: dict) -> str:
     "The failing rank, the layer it failed in, where, and the message."
     if not f: return ""
-    return (f'<div class="snb-failure" style="color:#cf222e;border-left:3px solid #cf222e;padding-left:8px">'
-            + (f'<b>rank {f["rank"]} failed</b>' if f.get("rank") is not None else "<b>the run failed</b> (no rank named)")
-            + f' in the <b>{html.escape(str(f.get("layer")))}</b> layer'
-            + (f' at <code>{html.escape(f.get("where", ""))}</code>' if f.get("where") else "")
-            + f'<br><code>{html.escape(str(f.get("message", "")))}</code>'
-            + "".join(f'<br>cause: <code>{html.escape(c)}</code>' for c in f.get("causes") or [])
-            + (f'<details class="snb-flight" open><summary>the groups\' last collectives (flight recorder)</summary>{f["flight_html"]}</details>'
-               if f.get("flight_html") else "") + '</div>')
+    return (
+        f'<div class="snb-failure" style="color:#cf222e;border-left:3px solid #cf222e;padding-left:8px">'
+        + (f'<b>rank {f["rank"]} failed</b>' if f.get("rank") is not None else "<b>the run failed</b> (no rank named)")
+        + f' in the <b>{html.escape(str(f.get("layer")))}</b> layer'
+        + (f' at <code>{html.escape(f.get("where", ""))}</code>' if f.get("where") else "")
+        + f'<br><code>{html.escape(str(f.get("message", "")))}</code>'
+        + "".join(f'<br>cause: <code>{html.escape(c)}</code>' for c in f.get("causes") or [])
+        + (
+            f'<details class="snb-flight" open><summary>the groups\' last collectives (flight recorder)</summary>{f["flight_html"]}</details>'
+            if f.get("flight_html")
+            else ""
+        )
+        + '</div>'
+    )
 
 # %% ../../nbs/60_ui/65_dashfigures.ipynb #9f02c43f
 def bubble_formula(p: int, m: int, v: int = 1) -> float:

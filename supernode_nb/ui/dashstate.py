@@ -11,7 +11,17 @@ from dataclasses import asdict, is_dataclass
 from typing import Any, Callable
 from traitlets import HasTraits, Bool, Dict, Float, Int, List, Unicode, observe
 from ..foundation.core import DEFAULT_ORDER
-from ..foundation.config import DTYPES, RECOMPUTE, REDUCE_DTYPES, SCHEDULES, ConfigError, ModelSpec, ParallelConfig, check, get_model
+from supernode_nb.foundation.config import (
+    DTYPES,
+    RECOMPUTE,
+    REDUCE_DTYPES,
+    SCHEDULES,
+    ConfigError,
+    ModelSpec,
+    ParallelConfig,
+    check,
+    get_model,
+)
 from ..foundation.layout import RankLayout
 from ..foundation.topology import Topology, get_topology, size_param, topology_for
 from ..foundation.placement import Placement, place
@@ -73,7 +83,8 @@ def candidates(f: dict, name: str, max_world: int) -> list:
     if name == "model": return list(__import__("supernode_nb.foundation.config", fromlist=["MODEL_PRESETS"]).MODEL_PRESETS)
     if name == "world": return _world_candidates(max_world)
     if name in ("tp", "pp", "cp"): return _divisors(f["world"])
-    if name == "dp": return [w // (f["tp"] * f["pp"] * f["cp"]) for w in _world_candidates(max_world) if w % (f["tp"] * f["pp"] * f["cp"]) == 0]
+    if name == "dp":
+        return [w // (f["tp"] * f["pp"] * f["cp"]) for w in _world_candidates(max_world) if w % (f["tp"] * f["pp"] * f["cp"]) == 0]
     if name == "ep": return _divisors(max(f["dp"] * f["cp"], 1))
     if name == "micro_batch": return [1, 2, 4, 8]
     if name == "microbatches": return list(range(1, max(16, 4 * f["pp"]) + 1))

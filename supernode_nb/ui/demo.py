@@ -46,7 +46,8 @@ STEP_SENTENCES = {
     2: "The chosen configuration on the supernode: where each rank sits and how much of each axis's traffic crosses each link level and plane.",
     3: "The cost model's estimate of the chosen configuration: memory per device against the device's limit, the step by part, throughput and MFU.",
     4: "The same strategy shape on a tiny model and local ranks, measured per rank beside its estimate, part by part.",
-    5: "The plan and the run are in the archive, to compare later or to start a new run from."}
+    5: "The plan and the run are in the archive, to compare later or to start a new run from.",
+}
 STEP_TITLES = {1: "Choose", 2: "Place", 3: "Estimate", 4: "Run small", 5: "Record"}
 
 def _head(n: int) -> str: return f"{n} {STEP_TITLES[n]} — {STEP_SENTENCES[n]}"
@@ -71,9 +72,17 @@ def demo(model: str = "llama3-70b", topology: str = "cloudmatrix384", contrast: 
     R = None
     if run_steps:
         R, small, left = small_run(cfg, run_steps, say)
-        step(4, run_text(R) + "".join(f"\n  differs from the chosen configuration: {l}" for l in left), [beside_figure(R["means"], R["estimate"])],
-             run={**{k: v for k, v in R.items() if k != "result"}, "config": small.to_dict(), "left_out": left,
-                  "losses": R["result"]["losses"]})
+        step(
+            4,
+            run_text(R) + "".join(f"\n  differs from the chosen configuration: {l}" for l in left),
+            [beside_figure(R["means"], R["estimate"])],
+            run={
+                **{k: v for k, v in R.items() if k != "result"},
+                "config": small.to_dict(),
+                "left_out": left,
+                "losses": R["result"]["losses"],
+            },
+        )
     rec = record_demo(model, topology, cfg, E["estimate"], R)
     step(5, record_text(rec), [records_figure(rec)], record=rec)
     return steps, S

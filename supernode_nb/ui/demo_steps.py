@@ -87,19 +87,26 @@ def choose_text(choices: list[dict], families: int = 3) -> str:
     "Step 1 in words: per machine, the best runnable plans, the fastest of all, and the rejections by kind."
     out = []
     for c in choices:
-        out.append(f"  {c['model']} on {c['topology']} ({c['devices']} × {c['chip']}, high-speed domain {c['domain_size']}), "
-                   f"global batch {c['global_batch']}: {c['searched']:,} searched, {c['fitting']:,} fit, {c['runnable']:,} of them runnable here, "
-                   f"in {c['elapsed_s']:.2f} s")
+        out.append(
+            f"  {c['model']} on {c['topology']} ({c['devices']} × {c['chip']}, high-speed domain {c['domain_size']}), "
+            f"global batch {c['global_batch']}: {c['searched']:,} searched, {c['fitting']:,} fit, {c['runnable']:,} of them runnable here, "
+            f"in {c['elapsed_s']:.2f} s"
+        )
         for i, r in enumerate(c["top"]):
             out.append(f"    {i + 1}. {config_name(r['config'])}: {r['tokens_per_s']:,.0f} tokens/s on {r['devices']} devices, "
                        f"MFU {r['mfu']:.1%}, {r['memory_per_device_bytes'] / 2**30:.1f} GiB per device")
         f = c["fastest"]
         if not f.get("runnable", True):
-            out.append(f"    fastest of all: {config_name(f['config'])}, {f['tokens_per_s']:,.0f} tokens/s — not runnable here: {'; '.join(f['lacks'])}")
+            out.append(
+                f"    fastest of all: {config_name(f['config'])}, {f['tokens_per_s']:,.0f} tokens/s — not runnable here: {'; '.join(f['lacks'])}"
+            )
         k = c["rejected_by"]
         div = sorted(((n, r[9:]) for r, n in c["rejected"].items() if reason_group(r) == "divisibility"), reverse=True)[:2]
-        out.append(f"    rejected — memory: {k['memory']:,} plans · divisibility: {k['divisibility']:,} plans ("
-                   + ", ".join(f"{r} {n:,}" for n, r in div) + f") · engine: {k['engine']:,} plans that fit · communication: {k['communication']} families")
+        out.append(
+            f"    rejected — memory: {k['memory']:,} plans · divisibility: {k['divisibility']:,} plans ("
+            + ", ".join(f"{r} {n:,}" for n, r in div)
+            + f") · engine: {k['engine']:,} plans that fit · communication: {k['communication']} families"
+        )
         out += [f"      {r['family']}: {r['axis']} traffic over {r['level']} ({r['plane']} plane) is {r['comm_share']:.0%} of the step, "
                 f"{r['slower']:.1f}× slower" for r in c["communication"][:families]]
     return "\n".join(out)
@@ -222,7 +229,11 @@ def machine_profile(world: int = 8, say=None):
     from supernode_nb.runtime.calibrate import calibrate
     from supernode_nb.foundation.store import auto_record, Archive
     if say: say("  no calibrated profile of this machine in the archive: measuring one (as `supernode-nb calibrate --quick`) …")
-    p = calibrate(quick=True, worlds=tuple(sorted({2, world})), progress=(lambda s: say(f"    {s[:100]}" + ("…" if len(s) > 100 else ""))) if say else None)
+    p = calibrate(
+        quick=True,
+        worlds=tuple(sorted({2, world})),
+        progress=(lambda s: say(f"    {s[:100]}" + ("…" if len(s) > 100 else ""))) if say else None,
+    )
     if os.environ.get("SUPERNODE_NB_ARCHIVE", "on").lower() not in ("off", "0", "no", "false"): Archive().save_profile(p)
     return p
 
@@ -260,7 +271,9 @@ def run_text(r: dict) -> str:
     rows = [f"    {'part':<14} {'predicted':>10} {'measured':>10}"]
     for k, v in r["compare"].items():
         if k != "step_time_s" and (v["predicted"] or v["measured"]):
-            rows.append(f"    {k.replace('comm_s.', 'comm ').replace('_s', ''):<14} {v['predicted'] * 1e3:>8.1f}ms {v['measured'] * 1e3:>8.1f}ms")
+            rows.append(
+                f"    {k.replace('comm_s.', 'comm ').replace('_s', ''):<14} {v['predicted'] * 1e3:>8.1f}ms {v['measured'] * 1e3:>8.1f}ms"
+            )
     e = r["estimate"]
     return "\n".join([f"  estimate: costmodel.estimate on {e['topology']}, profile {e['profile']} — {r['band']['text']}"] + rows +
                      [f"  predicted {r['predicted_ms']:.0f} ms / step, measured {r['measured_ms']:.0f} ms (error {r['error_pct']:+.0f} %)"])

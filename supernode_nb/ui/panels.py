@@ -90,13 +90,22 @@ def _box(*children, cls: str | None = None, **layout):
 _DESC = dict(model="model", world="world", dp="dp", tp="tp", pp="pp", ep="ep", cp="cp", micro_batch="micro-batch",
              microbatches="micro-batches", schedule="schedule", virtual_stages="virtual", recompute="recompute", zero="ZeRO",
              sequence_parallel="seq-parallel", dtype="dtype", reduce_dtype="reduce dtype")
-_TIPS = dict(world="ranks in the job", dp="data parallel: replicas of the model", tp="tensor parallel: each layer split",
-             pp="pipeline parallel: stages of layers", ep="expert parallel (MoE), carved from dp × cp",
-             cp="context parallel: the sequence split", micro_batch="sequences per micro-batch",
-             microbatches="micro-batches per step on each pipeline", virtual_stages="model chunks per pipeline rank",
-             recompute="activation recompute", zero="ZeRO stage: optimizer state (1) / grads (2) / params (3) sharded",
-             sequence_parallel="sequence parallel: norms and dropout sharded along the sequence over tp",
-             dtype="parameters and activations: fp32, bf16 with fp32 master weights, or fp8 linears (priced only: the engine runs fp32 and bf16)", reduce_dtype="dtype of the dp gradient reduction")
+_TIPS = dict(
+    world="ranks in the job",
+    dp="data parallel: replicas of the model",
+    tp="tensor parallel: each layer split",
+    pp="pipeline parallel: stages of layers",
+    ep="expert parallel (MoE), carved from dp × cp",
+    cp="context parallel: the sequence split",
+    micro_batch="sequences per micro-batch",
+    microbatches="micro-batches per step on each pipeline",
+    virtual_stages="model chunks per pipeline rank",
+    recompute="activation recompute",
+    zero="ZeRO stage: optimizer state (1) / grads (2) / params (3) sharded",
+    sequence_parallel="sequence parallel: norms and dropout sharded along the sequence over tp",
+    dtype="parameters and activations: fp32, bf16 with fp32 master weights, or fp8 linears (priced only: the engine runs fp32 and bf16)",
+    reduce_dtype="dtype of the dp gradient reduction",
+)
 _ROWS = (("world", "dp", "tp", "pp", "ep", "cp"),          # the degrees; then how a step runs; any other field in a last row
          ("micro_batch", "microbatches", "schedule", "virtual_stages", "recompute", "zero", "sequence_parallel"))
 
@@ -112,8 +121,13 @@ class StrategyPicker:
         self.controls = {n: W.Dropdown(description=_DESC.get(n, n), tooltip=_TIPS.get(n, ""), style=st,
                                        layout=W.Layout(width="200px" if n != "model" else "260px"))
                          for n in CONFIG_FIELDS if n != "order"}
-        self.topology = W.Dropdown(options=list(dict.fromkeys([*TOPOLOGY_PRESETS, state.topology])), value=state.topology, description="topology",
-                                   style=st, layout=W.Layout(width="260px"))
+        self.topology = W.Dropdown(
+            options=list(dict.fromkeys([*TOPOLOGY_PRESETS, state.topology])),
+            value=state.topology,
+            description="topology",
+            style=st,
+            layout=W.Layout(width="260px"),
+        )
         self.topo_size = W.BoundedIntText(value=state.topo_size, min=0, max=100_000, style=st,
                                           layout=W.Layout(width="200px"), tooltip="0 = just large enough for the world")
         self.topo_file = W.Text(placeholder="or a topology file: my.toml", continuous_update=False, layout=W.Layout(width="260px"),
@@ -133,8 +147,15 @@ class StrategyPicker:
         laid = {"model", *(n for r in _ROWS for n in r)}
         extra = [w for n, w in c.items() if n not in laid]
         rows = [row(*(c[n] for n in r if n in c)) for r in _ROWS] + ([row(*extra)] if extra else [])
-        self.widget = _box(row(c["model"], self.topology, self.topo_size, self.topo_file), self.file_note, *rows, row(self.show_all), self.errors, self.summary,
-                           cls="snb-picker")
+        self.widget = _box(
+            row(c["model"], self.topology, self.topo_size, self.topo_file),
+            self.file_note,
+            *rows,
+            row(self.show_all),
+            self.errors,
+            self.summary,
+            cls="snb-picker",
+        )
 
 # %% ../../nbs/60_ui/67_panels.ipynb #d645068c
 @patch
@@ -223,7 +244,9 @@ class PlacementView:
         self.state, self.log = state, log or ErrorLog()
         self.color = W.Dropdown(options=COLOR_AXES, value=state.color_axis, description="colour by", layout=W.Layout(width="170px"))
         self.strategy = W.Dropdown(options=STRATEGIES, value=state.strategy, description="placement", layout=W.Layout(width="250px"))
-        self.rank = W.BoundedIntText(value=state.rank, min=0, max=max(state.world - 1, 0), description="rank", layout=W.Layout(width="170px"))
+        self.rank = W.BoundedIntText(
+            value=state.rank, min=0, max=max(state.world - 1, 0), description="rank", layout=W.Layout(width="170px")
+        )
         for a, w in (("color_axis", self.color), ("strategy", self.strategy), ("rank", self.rank)): W.link((state, a), (w, "value"))
         self.fig_place, self.fig_rank, self.fig_traffic = go.FigureWidget(), go.FigureWidget(), go.FigureWidget()
         self.note = W.HTML()
@@ -285,8 +308,9 @@ class ScheduleView:
         replace_figure(self.fig, pp.schedule_figure(tl, title=f"{c.schedule}, bubble {tl.bubble_fraction:.1%}"))
 
 # %% ../../nbs/60_ui/67_panels.ipynb #2fe593b9
-def estimate_for(state: DashboardState,
-                 background: float | Sequence[float] = 0.0):   # cores other processes keep busy on this host: one figure, or one per window of the run
+def estimate_for(
+    state: DashboardState, background: float | Sequence[float] = 0.0
+):  # cores other processes keep busy on this host: one figure, or one per window of the run
     "The cost model's estimate of the pick, with this machine's calibrated profile when the archive has one for its topology; None when broken."
     from supernode_nb.cost import costmodel as cm
     from supernode_nb.cost.profile import find_profile
@@ -305,7 +329,8 @@ def _est_source(st, est=None) -> str:
     except Exception: return "costmodel.estimate"
     prof = getattr(est, "profile", "") or ""
     src = f"costmodel.estimate on {topo.name} ({topo.chip.name}), profile: {prof or 'none'}"
-    if prof and not prof.startswith("none"): src += f"; {error_band(prof)['text']}"   # without one on `local`, `prof` says how to measure one
+    if prof and not prof.startswith("none"):
+        src += f"; {error_band(prof)['text']}"  # without one on `local`, `prof` says how to measure one
     elif not topo.name.startswith("local"):                # a preset's figures: how the model did on published runs of that device
         from supernode_nb.cost.mindspeed import evidence_band
         src += f"; {evidence_band(topo.chip, moe=st.spec().is_moe)['text']}"

@@ -85,8 +85,15 @@ class RunPanel:
         self.busy: list = []              # callables: why the host is taken now (a sweep running), else None
         self.fault, self.where = FaultControl(state), WhereControl()
         self.sync()
-        self.widget = _box(W.HBox([self.steps, self.start_btn, self.stop_btn, self.progress]), self.where.widget, self.fault.widget, self.status,
-                           self.failure, self.ranks, cls="snb-run")
+        self.widget = _box(
+            W.HBox([self.steps, self.start_btn, self.stop_btn, self.progress]),
+            self.where.widget,
+            self.fault.widget,
+            self.status,
+            self.failure,
+            self.ranks,
+            cls="snb-run",
+        )
 
 # %% ../../nbs/60_ui/62_widgets.ipynb #17a06a5f
 @patch
@@ -170,8 +177,12 @@ class LiveView:
     def _show(self, est, extra: str = "", load: float = 0.0):
         self.estimate = estimate_parts(est) if est is not None else None
         self.ctl.estimate = None if est is None else est.to_dict()      # archived with the run
-        self.note.value = ("" if est is None else f'<span class="snb-est" data-step-s="{est.step_time_s:.6g}" data-host-load="{load:.2f}">'
-                           f'estimate beside the measurement: {html.escape(_est_line(est))} — {html.escape(_est_source(self.state, est))}{extra}</span>')
+        self.note.value = (
+            ""
+            if est is None
+            else f'<span class="snb-est" data-step-s="{est.step_time_s:.6g}" data-host-load="{load:.2f}">'
+            f'estimate beside the measurement: {html.escape(_est_line(est))} — {html.escape(_est_source(self.state, est))}{extra}</span>'
+        )
 
     def _loaded(self, ch):
         ("Re-price the run for the cores other processes keep busy while it computes, window by window (measured by the "
