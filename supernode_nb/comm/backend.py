@@ -1,4 +1,5 @@
-"""Device and backend choice (cpu → gloo, cuda → nccl, npu → hccl), a safe probe for torch_npu, the table of which collective runs on which dtype per backend, and a version report.
+"""Device and backend choice (cpu → gloo, cuda → nccl, npu → hccl), a safe probe for torch_npu, the table of which collective runs on
+which dtype per backend, and a version report.
 
 Docs: https://supernode-nb.github.io/supernode_nb/20_comm/backend.html.md"""
 

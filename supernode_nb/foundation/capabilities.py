@@ -1,4 +1,5 @@
-"""What the engine can run, per communication backend: ZeRO stages, context parallelism, pipeline schedules, dtypes — one table that `parallel.engine.engine_check` refuses by and the planner marks plans `runnable` by.
+"""What the engine can run, per communication backend: ZeRO stages, context parallelism, pipeline schedules, dtypes — one table that
+`parallel.engine.engine_check` refuses by and the planner marks plans `runnable` by.
 
 Docs: https://supernode-nb.github.io/supernode_nb/00_foundation/capabilities.html.md"""
 

@@ -1,4 +1,5 @@
-"""Model and parallel configurations as dataclasses, the presets, and `validate`: one error that lists every broken constraint with its numbers.
+"""Model and parallel configurations as dataclasses, the presets, and `validate`: one error that lists every broken constraint with
+its numbers.
 
 Docs: https://supernode-nb.github.io/supernode_nb/00_foundation/config.html.md"""
 

@@ -1,4 +1,6 @@
-"""Placement (seed layer 5): which device each rank runs on — topology-aware, naive or random — the share of every axis's traffic per link level and plane, flags for groups that leave a high-speed domain, and what a launcher needs (hostfile, torchrun commands, visible devices).
+"""Placement (seed layer 5): which device each rank runs on — topology-aware, naive or random — the share of every axis's traffic per
+link level and plane, flags for groups that leave a high-speed domain, and what a launcher needs (hostfile, torchrun commands,
+visible devices).
 
 Docs: https://supernode-nb.github.io/supernode_nb/00_foundation/placement.html.md"""
 

@@ -1,4 +1,5 @@
-"""`doctor`: a layered troubleshooting path — model, framework, communication, operators, scheduling, network, physical — each layer checked with what this machine can measure, a verdict, and the next thing to look at.
+"""`doctor`: a layered troubleshooting path — model, framework, communication, operators, scheduling, network, physical — each layer
+checked with what this machine can measure, a verdict, and the next thing to look at.
 
 Docs: https://supernode-nb.github.io/supernode_nb/50_ops/doctor.html.md"""
 

@@ -1,4 +1,5 @@
-"""ZeRO-2 and ZeRO-3 (FSDP-style): gradients reduce-scattered per layer from backward hooks into fp32 master slices; under ZeRO-3 each layer's parameters live sharded and are all-gathered just before use (the next layer prefetched), freed after.
+"""ZeRO-2 and ZeRO-3 (FSDP-style): gradients reduce-scattered per layer from backward hooks into fp32 master slices; under ZeRO-3
+each layer's parameters live sharded and are all-gathered just before use (the next layer prefetched), freed after.
 
 Docs: https://supernode-nb.github.io/supernode_nb/30_parallel/zero.html.md"""
 

@@ -1,4 +1,6 @@
-"""The estimate beside measured steps of the runtime on this machine: a dozen and more layouts (dense and MoE, pipelines with 1…8 micro-batches, tp, dp, ZeRO-1, recompute, SP) predicted by `costmodel.estimate` from the machine profile, run with interleaved repeats, and compared part by part, with the rank correlation.
+"""The estimate beside measured steps of the runtime on this machine: a dozen and more layouts (dense and MoE, pipelines with 1…8
+micro-batches, tp, dp, ZeRO-1, recompute, SP) predicted by `costmodel.estimate` from the machine profile, run with interleaved
+repeats, and compared part by part, with the rank correlation.
 
 Docs: https://supernode-nb.github.io/supernode_nb/40_runtime/accuracy.html.md"""
 

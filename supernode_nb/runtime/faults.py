@@ -1,4 +1,6 @@
-"""What every launcher shares about failures: heartbeats from inside a rank, rehearsed faults (`FaultSpec`: kill, hang, slow, mismatch, exit), the fault report naming each rank's state, axis and last op, `RunFailed`, the run handle's interface, and straggler scores.
+"""What every launcher shares about failures: heartbeats from inside a rank, rehearsed faults (`FaultSpec`: kill, hang, slow,
+mismatch, exit), the fault report naming each rank's state, axis and last op, `RunFailed`, the run handle's interface, and
+straggler scores.
 
 Docs: https://supernode-nb.github.io/supernode_nb/40_runtime/faults.html.md"""
 

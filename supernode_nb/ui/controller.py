@@ -1,4 +1,6 @@
-"""The dashboard's controller: runs the state's pick in the background through a runtime launcher (local processes or an ipyparallel cluster), streams every rank's records into the run log, names stragglers live, stops on request, and shows a failure as the fault report names it.
+"""The dashboard's controller: runs the state's pick in the background through a runtime launcher (local processes or an ipyparallel
+cluster), streams every rank's records into the run log, names stragglers live, stops on request, and shows a failure as the fault
+report names it.
 
 Docs: https://supernode-nb.github.io/supernode_nb/60_ui/controller.html.md"""
 

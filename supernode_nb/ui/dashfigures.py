@@ -1,4 +1,5 @@
-"""The dashboard's pure pieces: its messages as HTML (broken constraints, the pick in one line, the planner's answer, each rank's state, a failure), the bubble formula, and the live figure filled in place from a run's log — no widgets, testable as plain data.
+"""The dashboard's pure pieces: its messages as HTML (broken constraints, the pick in one line, the planner's answer, each rank's
+state, a failure), the bubble formula, and the live figure filled in place from a run's log — no widgets, testable as plain data.
 
 Docs: https://supernode-nb.github.io/supernode_nb/60_ui/dashfigures.html.md"""
 

@@ -1,4 +1,5 @@
-"""The dashboard's state, apart from any widget: the picked model, topology and configuration with the choices that stay valid, the live log of a run, its stragglers, and where a failure sits in the stack.
+"""The dashboard's state, apart from any widget: the picked model, topology and configuration with the choices that stay valid, the
+live log of a run, its stragglers, and where a failure sits in the stack.
 
 Docs: https://supernode-nb.github.io/supernode_nb/60_ui/dashstate.html.md"""
 

@@ -1,4 +1,6 @@
-"""What `make demo` runs: the toolkit's flow in five steps — choose a configuration with the planner, place it on a supernode, estimate what it costs, run the same strategy shape small on local ranks beside its estimate, and record both in the archive — on the console and in one HTML report.
+"""What `make demo` runs: the toolkit's flow in five steps — choose a configuration with the planner, place it on a supernode,
+estimate what it costs, run the same strategy shape small on local ranks beside its estimate, and record both in the archive — on
+the console and in one HTML report.
 
 Docs: https://supernode-nb.github.io/supernode_nb/60_ui/demo.html.md"""
 

@@ -1,4 +1,6 @@
-"""The five steps of `make demo` as plain functions: choose (the planner on two machines, rejections explained), place, estimate (with the figures used and the error to expect), run small (the same shape on local ranks beside its estimate) and record (the archive) — each returning data and a few lines of text.
+"""The five steps of `make demo` as plain functions: choose (the planner on two machines, rejections explained), place, estimate
+(with the figures used and the error to expect), run small (the same shape on local ranks beside its estimate) and record (the
+archive) — each returning data and a few lines of text.
 
 Docs: https://supernode-nb.github.io/supernode_nb/60_ui/demo_steps.html.md"""
 

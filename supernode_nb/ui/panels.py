@@ -1,4 +1,6 @@
-"""The dashboard's panels for a pick: a strategy picker that offers only valid choices, the planner's suggestion, the placement on the supernode, the pipeline schedule and the cost model's estimate — each a small class over a `DashboardState`, with the plumbing they share (a visible error log, debounce, in-place figure updates).
+"""The dashboard's panels for a pick: a strategy picker that offers only valid choices, the planner's suggestion, the placement on
+the supernode, the pipeline schedule and the cost model's estimate — each a small class over a `DashboardState`, with the plumbing
+they share (a visible error log, debounce, in-place figure updates).
 
 Docs: https://supernode-nb.github.io/supernode_nb/60_ui/panels.html.md"""
 
