@@ -1,5 +1,4 @@
-"""Device and backend choice (cpu → gloo, cuda → nccl, npu → hccl), a safe probe for torch_npu, the table of which collective runs on
-which dtype per backend, and a version report.
+"""Device and backend choice (cpu → gloo, cuda → nccl, npu → hccl), a safe probe for torch_npu, the table of which collective runs on which dtype per backend, and a version report.
 
 Docs: https://supernode-nb.github.io/supernode_nb/20_comm/backend.html.md"""
 
@@ -159,7 +158,8 @@ _NCCL = BackendSupport(
     move=_NCCL_MOVE,
     p2p=_NCCL_MOVE,
     reduce={**{d: _fs(REDUCE_OPS) for d in _F + ("int64", "int32", "int8", "uint8")}, "bool": _fs({"sum", "max", "min", "prod"})},
-    source="torch ProcessGroupNCCL dtype map (ncclInt8/Uint8/Int32/Int64/Half/Float/Double/Bfloat16; bool as uint8; fp8 move-only); not run here",
+    source="torch ProcessGroupNCCL dtype map (ncclInt8/Uint8/Int32/Int64/Half/Float/Double/Bfloat16; bool as uint8; fp8 move-only); "
+           "not run here",
     verified=False,
 )
 _HCCL_MOVE = _fs(("int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64", "float16", "float32", "float64", "bfloat16"))
@@ -176,7 +176,8 @@ _HCCL = BackendSupport(
         "float32": _fs({"sum", "prod", "max", "min"}),
         "bfloat16": _fs({"sum", "max", "min"}),
     },
-    source="CANN HCCL API reference, Atlas A2/A3 (HcclAllReduce, HcclReduceScatter, HcclAllGather, HcclAlltoAll, HcclBroadcast, HcclSend); not run here",
+    source="CANN HCCL API reference, Atlas A2/A3 (HcclAllReduce, HcclReduceScatter, HcclAllGather, HcclAlltoAll, HcclBroadcast, "
+           "HcclSend); not run here",
     verified=False,
 )
 SUPPORT: dict[str, BackendSupport] = {"gloo": _GLOO, "nccl": _NCCL, "hccl": _HCCL}

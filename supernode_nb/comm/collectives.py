@@ -1,5 +1,4 @@
-"""Every collective a strategy sends goes through here: all_reduce, all_gather, reduce_scatter, all_to_all (uneven splits, native or
-pairwise), broadcast, p2p, barrier — sync and async, each recorded with its axis, bytes and time when a recorder is given.
+"""Every collective a strategy sends goes through here: all_reduce, all_gather, reduce_scatter, all_to_all (uneven splits, native or pairwise), broadcast, p2p, barrier — sync and async, each recorded with its axis, bytes and time when a recorder is given.
 
 Docs: https://supernode-nb.github.io/supernode_nb/20_comm/collectives.html.md"""
 

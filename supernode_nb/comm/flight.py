@@ -1,6 +1,4 @@
-"""A hang explained: every rank's flight ring (`CommRecorder.flight()`) lined up per group by sequence number, and the cause named —
-the rank that never entered the collective its peers wait in, the rank in a different collective, or the dead peer everyone waits
-on.
+"""A hang explained: every rank's flight ring (`CommRecorder.flight()`) lined up per group by sequence number, and the cause named — the rank that never entered the collective its peers wait in, the rank in a different collective, or the dead peer everyone waits on.
 
 Docs: https://supernode-nb.github.io/supernode_nb/20_comm/flight.html.md"""
 

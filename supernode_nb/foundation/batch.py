@@ -1,5 +1,4 @@
-"""Batch size and learning rate move together (a common mistake is to change one without the other): the linear and square-root
-scaling rules, and a warning when a run changes its global batch but not its learning rate.
+"""Batch size and learning rate move together (a common mistake is to change one without the other): the linear and square-root scaling rules, and a warning when a run changes its global batch but not its learning rate.
 
 Docs: https://supernode-nb.github.io/supernode_nb/00_foundation/batch.html.md"""
 

@@ -1,5 +1,4 @@
-"""What the engine can run, per communication backend: ZeRO stages, context parallelism, pipeline schedules, dtypes — one table that
-`parallel.engine.engine_check` refuses by and the planner marks plans `runnable` by.
+"""What the engine can run, per communication backend: ZeRO stages, context parallelism, pipeline schedules, dtypes — one table that `parallel.engine.engine_check` refuses by and the planner marks plans `runnable` by.
 
 Docs: https://supernode-nb.github.io/supernode_nb/00_foundation/capabilities.html.md"""
 
@@ -40,7 +39,8 @@ def engine_gaps(spec: ModelSpec,        # the model
     if cfg.cp > 1 and not cap["cp"]: out.append(f"cp={cfg.cp}: context parallelism is not implemented in the engine (use cp=1)")
     if cfg.cp > 1 and cap["cp"] and spec.seq_len % (2 * cfg.cp):
         out.append(
-            f"seq_len={spec.seq_len} not divisible by 2·cp = {2 * cfg.cp}: the engine's ring attention gives each cp rank two chunks (one from each end)"
+            f"seq_len={spec.seq_len} not divisible by 2·cp = {2 * cfg.cp}: the engine's ring attention gives each cp rank two chunks "
+            "(one from each end)"
         )
     if cfg.zero not in cap["zero"]: out.append(f"zero={cfg.zero}: the engine implements ZeRO {', '.join(map(str, cap['zero']))}")
     if cfg.schedule not in cap["schedules"]: out.append(f"schedule {cfg.schedule!r} is not implemented in the engine")

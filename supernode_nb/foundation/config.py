@@ -1,5 +1,4 @@
-"""Model and parallel configurations as dataclasses, the presets, and `validate`: one error that lists every broken constraint with
-its numbers.
+"""Model and parallel configurations as dataclasses, the presets, and `validate`: one error that lists every broken constraint with its numbers.
 
 Docs: https://supernode-nb.github.io/supernode_nb/00_foundation/config.html.md"""
 
@@ -97,7 +96,8 @@ def _attn_params(m: ModelSpec) -> int:
     return _attn_mats(m) + (m.q_lora + m.kv_lora if m.kv_lora else int(m.bias) * (m.q_dim + m.hidden + 2 * kv))
 
 def _layer_params(m: ModelSpec, experts_counted: int, dense: bool = False) -> int:
-    "One layer: a MoE layer with `experts_counted` experts, its router and its shared MLP; or, with `dense`, one of the leading dense layers."
+    """One layer: a MoE layer with `experts_counted` experts, its router and its shared MLP; or, with `dense`, one of the leading dense
+    layers."""
     h, b = m.hidden, int(m.bias)
     attn = _attn_params(m)
     if dense or not m.is_moe:
@@ -163,7 +163,8 @@ class ParallelConfig:
     virtual_stages: int = 1           # model chunks per pipeline rank (interleaved 1F1B)
     zero: int = 0                     # ZeRO stage 0–3
     recompute: str = "none"  # activation recompute: none, selective, full
-    dtype: str = "fp32"  # parameters and activations: fp32, or bf16 (fp32 master weights and optimizer); fp8 as bf16 with float8 linears (priced only)
+    # parameters and activations: fp32, or bf16 (fp32 master weights and optimizer); fp8 as bf16 with float8 linears (priced only)
+    dtype: str = "fp32"
     reduce_dtype: str = "fp32"        # dtype gradients are reduced in over dp (fp32 or bf16)
     order: str = DEFAULT_ORDER        # rank order, leftmost axis innermost
 
@@ -257,7 +258,8 @@ def check(model: ModelSpec, cfg: ParallelConfig, world_size: int | None = None) 
             e.append(f"kv_heads={model.kv_heads} with MLA (kv_lora={model.kv_lora}): every head has its own key and value")
         if not 0 <= model.rope_dim < model.head_dim:
             e.append(
-                f"rope_dim={model.rope_dim} must be < kv_channels={model.head_dim}: a head's key is its own part plus the shared rotary part"
+                f"rope_dim={model.rope_dim} must be < kv_channels={model.head_dim}: a head's key is its own part plus the shared "
+                "rotary part"
             )
     if cfg.schedule not in SCHEDULES: e.append(f"schedule {cfg.schedule!r} unknown; use {', '.join(SCHEDULES)}")
     if cfg.recompute not in RECOMPUTE: e.append(f"recompute {cfg.recompute!r} unknown; use {', '.join(RECOMPUTE)}")

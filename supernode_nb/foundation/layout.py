@@ -1,5 +1,4 @@
-"""`RankLayout`: which rank holds which coordinates, and the groups of every axis — Megatron-core's rule, pure and testable without a
-process group.
+"""`RankLayout`: which rank holds which coordinates, and the groups of every axis — Megatron-core's rule, pure and testable without a process group.
 
 Docs: https://supernode-nb.github.io/supernode_nb/00_foundation/layout.html.md"""
 

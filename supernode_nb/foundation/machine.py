@@ -1,6 +1,4 @@
-"""The pieces a machine is described with — an accelerator (`Chip`), a level of the interconnect (`LinkLevel`), a network plane
-(`Plane`), a device, the path between two — and the `Topology` that assembles them: devices in nodes, high-speed domains and
-supernodes, health and hosts.
+"""The pieces a machine is described with — an accelerator (`Chip`), a level of the interconnect (`LinkLevel`), a network plane (`Plane`), a device, the path between two — and the `Topology` that assembles them: devices in nodes, high-speed domains and supernodes, health and hosts.
 
 Docs: https://supernode-nb.github.io/supernode_nb/00_foundation/machine.html.md"""
 

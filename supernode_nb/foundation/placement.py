@@ -1,6 +1,4 @@
-"""Placement (seed layer 5): which device each rank runs on — topology-aware, naive or random — the share of every axis's traffic per
-link level and plane, flags for groups that leave a high-speed domain, and what a launcher needs (hostfile, torchrun commands,
-visible devices).
+"""Placement (seed layer 5): which device each rank runs on — topology-aware, naive or random — the share of every axis's traffic per link level and plane, flags for groups that leave a high-speed domain, and what a launcher needs (hostfile, torchrun commands, visible devices).
 
 Docs: https://supernode-nb.github.io/supernode_nb/00_foundation/placement.html.md"""
 
@@ -198,7 +196,8 @@ class Placement:
         return self._cache[("gi", axis)]
 
     def __repr__(self):
-        return f"Placement({self.strategy}, {self.layout!r} on {self.topology.name}: {len(self.topology.unhealthy)} unhealthy, mode {self.mode!r})"
+        return (f"Placement({self.strategy}, {self.layout!r} on {self.topology.name}: {len(self.topology.unhealthy)} unhealthy, mode "
+                f"{self.mode!r})")
 
 # %% ../../nbs/00_foundation/04_placement.ipynb #4266588f
 def _short(xs, k: int = 4) -> str:
@@ -222,7 +221,8 @@ def _reason(self: Placement, axis: str, n: int) -> str:
     if block and b.get(block, 0) > D:
         if axis == "pp":
             return f"a pipeline (tp×ep×cp×pp = {rep} ranks) does not fit a {D}-device domain; pp crosses to the next level by design"
-        return f"{axis} groups are kept in blocks of {block.replace('-', '×')} = {b[block]} ranks (tp innermost), larger than a {D}-device domain"
+        return (f"{axis} groups are kept in blocks of {block.replace('-', '×')} = {b[block]} ranks (tp innermost), larger than a "
+                f"{D}-device domain")
     return f"{len(self.topology.unhealthy)} unhealthy devices left too few aligned slots (placed with fallback {self.mode!r})"
 
 @patch

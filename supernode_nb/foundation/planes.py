@@ -1,6 +1,4 @@
-"""Which interface carries which network plane on each node (parameter, data, storage, management, service), a check for misbinding —
-gradients riding the management plane — the placement's traffic per plane against each plane's bandwidth, and a comm-bench link
-measured far below its level's figure.
+"""Which interface carries which network plane on each node (parameter, data, storage, management, service), a check for misbinding — gradients riding the management plane — the placement's traffic per plane against each plane's bandwidth, and a comm-bench link measured far below its level's figure.
 
 Docs: https://supernode-nb.github.io/supernode_nb/00_foundation/planes.html.md"""
 

@@ -1,5 +1,4 @@
-"""The configuration archive: every run and every plan recorded — config, model, topology, placement, estimate, measured breakdown,
-versions, outcome, timestamps — in one SQLite file; list, compare side by side, and start a new run from an archived config.
+"""The configuration archive: every run and every plan recorded — config, model, topology, placement, estimate, measured breakdown, versions, outcome, timestamps — in one SQLite file; list, compare side by side, and start a new run from an archived config.
 
 Docs: https://supernode-nb.github.io/supernode_nb/00_foundation/store.html.md"""
 

@@ -1,5 +1,4 @@
-"""The physical layer (seed layers 6 and 7) as real machines: presets with their sources, the registry that builds them by name, and
-topology files for a machine that is none of them.
+"""The physical layer (seed layers 6 and 7) as real machines: presets with their sources, the registry that builds them by name, and topology files for a machine that is none of them.
 
 Docs: https://supernode-nb.github.io/supernode_nb/00_foundation/topology.html.md"""
 

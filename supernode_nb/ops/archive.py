@@ -1,5 +1,4 @@
-"""Reading the configuration archive: two records side by side, predicted beside measured, and a new run started from an old one —
-the queries and the `supernode-nb archive` command over `foundation.store`.
+"""Reading the configuration archive: two records side by side, predicted beside measured, and a new run started from an old one — the queries and the `supernode-nb archive` command over `foundation.store`.
 
 Docs: https://supernode-nb.github.io/supernode_nb/50_ops/archive.html.md"""
 

@@ -1,5 +1,4 @@
-"""`doctor`: a layered troubleshooting path — model, framework, communication, operators, scheduling, network, physical — each layer
-checked with what this machine can measure, a verdict, and the next thing to look at.
+"""`doctor`: a layered troubleshooting path — model, framework, communication, operators, scheduling, network, physical — each layer checked with what this machine can measure, a verdict, and the next thing to look at.
 
 Docs: https://supernode-nb.github.io/supernode_nb/50_ops/doctor.html.md"""
 
@@ -238,7 +237,8 @@ def _check_accelerators(ctx) -> list[Check]:
                 "accelerators",
                 "fail",
                 f"{ctx.device} asked for but not found: {pr[ctx.device].reason if ctx.device in pr else 'unknown device'}",
-                f"npu-smi info / nvidia-smi; check drivers and {'ASCEND_RT_VISIBLE_DEVICES' if ctx.device == 'npu' else 'CUDA_VISIBLE_DEVICES'}",
+                "npu-smi info / nvidia-smi; check drivers and "
+                f"{'ASCEND_RT_VISIBLE_DEVICES' if ctx.device == 'npu' else 'CUDA_VISIBLE_DEVICES'}",
                 data,
             )
         ]

@@ -1,6 +1,4 @@
-"""The communication and network layers of `doctor`: link setup and collective performance measured on local ranks, the ipyparallel
-link pre-check, the traffic per plane of the placement, the NIC-to-plane binding and what a misbinding costs per step, a
-comm-bench link far below its level's figure, and the interfaces' error counters.
+"""The communication and network layers of `doctor`: link setup and collective performance measured on local ranks, the ipyparallel link pre-check, the traffic per plane of the placement, the NIC-to-plane binding and what a misbinding costs per step, a comm-bench link far below its level's figure, and the interfaces' error counters.
 
 Docs: https://supernode-nb.github.io/supernode_nb/50_ops/netcheck.html.md"""
 

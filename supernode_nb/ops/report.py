@@ -1,5 +1,4 @@
-"""What `doctor` finds, as data: a `Check` per finding (layer, verdict, detail, next step), a `Report` rendered as JSON, text and an
-HTML table, the context it was asked about, and the torch ↔ torch_npu ↔ CANN pairing.
+"""What `doctor` finds, as data: a `Check` per finding (layer, verdict, detail, next step), a `Report` rendered as JSON, text and an HTML table, the context it was asked about, and the torch ↔ torch_npu ↔ CANN pairing.
 
 Docs: https://supernode-nb.github.io/supernode_nb/50_ops/report.html.md"""
 

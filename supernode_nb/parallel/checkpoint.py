@@ -1,6 +1,4 @@
-"""Save and load training state — model shards, optimizer, step, RNG, data position — with `torch.distributed.checkpoint`, keyed by
-each tensor's full name and the elements of it a rank holds, so a checkpoint saved under one layout loads into any other;
-crash-safe (temp folder, atomic rename, `latest` written last) and verified (a manifest of sizes and checksums).
+"""Save and load training state — model shards, optimizer, step, RNG, data position — with `torch.distributed.checkpoint`, keyed by each tensor's full name and the elements of it a rank holds, so a checkpoint saved under one layout loads into any other; crash-safe (temp folder, atomic rename, `latest` written last) and verified (a manifest of sizes and checksums).
 
 Docs: https://supernode-nb.github.io/supernode_nb/30_parallel/checkpoint.html.md"""
 

@@ -1,6 +1,4 @@
-"""Context parallelism: the sequence split over the `cp` group, each rank holding two chunks (one from each end, Megatron's load
-balance), attention computed ring-style — K/V blocks passed around the group while partial results merge by log-sum-exp — with a
-custom backward that sends the K/V gradients home the same way.
+"""Context parallelism: the sequence split over the `cp` group, each rank holding two chunks (one from each end, Megatron's load balance), attention computed ring-style — K/V blocks passed around the group while partial results merge by log-sum-exp — with a custom backward that sends the K/V gradients home the same way.
 
 Docs: https://supernode-nb.github.io/supernode_nb/30_parallel/cp.html.md"""
 

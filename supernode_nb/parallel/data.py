@@ -1,5 +1,4 @@
-"""A deterministic synthetic dataset with learnable structure — a seeded Markov chain over the vocabulary — whose every global batch
-is a pure function of (seed, step), and the shard each data-parallel rank reads.
+"""A deterministic synthetic dataset with learnable structure — a seeded Markov chain over the vocabulary — whose every global batch is a pure function of (seed, step), and the shard each data-parallel rank reads.
 
 Docs: https://supernode-nb.github.io/supernode_nb/30_parallel/data.html.md"""
 

@@ -1,5 +1,4 @@
-"""Data parallelism: gradient all-reduce in buckets launched from backward hooks (overlapped with backward), gradient accumulation,
-local-SGD-style sync every k steps, per-axis parameter groups, and ZeRO-1 (`ZeroOptimizer`).
+"""Data parallelism: gradient all-reduce in buckets launched from backward hooks (overlapped with backward), gradient accumulation, local-SGD-style sync every k steps, per-axis parameter groups, and ZeRO-1 (`ZeroOptimizer`).
 
 Docs: https://supernode-nb.github.io/supernode_nb/30_parallel/dp.html.md"""
 

@@ -1,6 +1,4 @@
-"""`parallelize` builds this rank's shard of a GPT for any valid dp × tp × pp × ep; `Engine` runs training steps with B's pipeline
-schedules and data parallelism, and measures each step: wall, data, compute, exposed comm per axis, bubble, other — parts that add
-up — plus loss, tokens/s, peak memory and expert load.
+"""`parallelize` builds this rank's shard of a GPT for any valid dp × tp × pp × ep; `Engine` runs training steps with B's pipeline schedules and data parallelism, and measures each step: wall, data, compute, exposed comm per axis, bubble, other — parts that add up — plus loss, tokens/s, peak memory and expert load.
 
 Docs: https://supernode-nb.github.io/supernode_nb/30_parallel/engine.html.md"""
 

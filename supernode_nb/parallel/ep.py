@@ -1,6 +1,4 @@
-"""Expert parallelism: each rank of the `ep` group holds experts/ep experts of every MoE layer; tokens go to their experts and come
-back by two uneven `all_to_all`s; per-expert token counts are kept each step. Dropless by default, a capacity factor with token
-dropping as an option.
+"""Expert parallelism: each rank of the `ep` group holds experts/ep experts of every MoE layer; tokens go to their experts and come back by two uneven `all_to_all`s; per-expert token counts are kept each step. Dropless by default, a capacity factor with token dropping as an option.
 
 Docs: https://supernode-nb.github.io/supernode_nb/30_parallel/ep.html.md"""
 

@@ -1,5 +1,4 @@
-"""A small GPT and its mixture-of-experts variant in plain PyTorch — no parallel code — with deterministic initialisation from a
-seed, and `stage_module` to cut it into pipeline chunks.
+"""A small GPT and its mixture-of-experts variant in plain PyTorch — no parallel code — with deterministic initialisation from a seed, and `stage_module` to cut it into pipeline chunks.
 
 Docs: https://supernode-nb.github.io/supernode_nb/30_parallel/model.html.md"""
 

@@ -1,5 +1,4 @@
-"""What a rank holds, as pieces of full tensors: flat index runs of each parameter (whatever tp, pp, ep or ZeRO cut it), the rank's
-holdings by full name, and the flat state dict a checkpoint stores — the layout-free vocabulary that makes resharding possible.
+"""What a rank holds, as pieces of full tensors: flat index runs of each parameter (whatever tp, pp, ep or ZeRO cut it), the rank's holdings by full name, and the flat state dict a checkpoint stores — the layout-free vocabulary that makes resharding possible.
 
 Docs: https://supernode-nb.github.io/supernode_nb/30_parallel/pieces.html.md"""
 

@@ -1,5 +1,4 @@
-"""Pipeline parallelism, executed: `run_schedule` runs one stage's schedule (from `schedules`) over `comm` — receives posted ahead,
-backwards split into input and weight gradients for zero-bubble schedules.
+"""Pipeline parallelism, executed: `run_schedule` runs one stage's schedule (from `schedules`) over `comm` — receives posted ahead, backwards split into input and weight gradients for zero-bubble schedules.
 
 Docs: https://supernode-nb.github.io/supernode_nb/30_parallel/pp.html.md"""
 

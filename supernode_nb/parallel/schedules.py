@@ -1,5 +1,4 @@
-"""Pipeline schedules as plain data — GPipe, 1F1B, interleaved 1F1B and zero-bubble ZB-H1 — checked, simulated and drawn without
-running; `pp.run_schedule` runs them.
+"""Pipeline schedules as plain data — GPipe, 1F1B, interleaved 1F1B and zero-bubble ZB-H1 — checked, simulated and drawn without running; `pp.run_schedule` runs them.
 
 Docs: https://supernode-nb.github.io/supernode_nb/30_parallel/schedules.html.md"""
 

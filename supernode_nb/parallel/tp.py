@@ -1,6 +1,4 @@
-"""Megatron tensor parallelism over `comm`: the f / g conjugate operators, column- and row-parallel linear layers built by slicing
-the unsharded ones, parallel attention (heads split) and MLP, a vocab-parallel embedding and cross-entropy, and optional sequence
-parallelism.
+"""Megatron tensor parallelism over `comm`: the f / g conjugate operators, column- and row-parallel linear layers built by slicing the unsharded ones, parallel attention (heads split) and MLP, a vocab-parallel embedding and cross-entropy, and optional sequence parallelism.
 
 Docs: https://supernode-nb.github.io/supernode_nb/30_parallel/tp.html.md"""
 

@@ -1,5 +1,4 @@
-"""ZeRO-2 and ZeRO-3 (FSDP-style): gradients reduce-scattered per layer from backward hooks into fp32 master slices; under ZeRO-3
-each layer's parameters live sharded and are all-gathered just before use (the next layer prefetched), freed after.
+"""ZeRO-2 and ZeRO-3 (FSDP-style): gradients reduce-scattered per layer from backward hooks into fp32 master slices; under ZeRO-3 each layer's parameters live sharded and are all-gathered just before use (the next layer prefetched), freed after.
 
 Docs: https://supernode-nb.github.io/supernode_nb/30_parallel/zero.html.md"""
 
@@ -58,7 +57,8 @@ def _flat_shard(params, axis, comm, unit, dtype) -> FlatShard:
 
 # %% ../../nbs/30_parallel/39_zero.ipynb #3a8b0c06
 class ZeroDataParallel:
-    "ZeRO-2/3 over the data-parallel axes: each unit's gradients reduce-scattered from backward hooks into fp32 master slices; ZeRO-3 also keeps the parameters sharded, gathered per layer."
+    """ZeRO-2/3 over the data-parallel axes: each unit's gradients reduce-scattered from backward hooks into fp32 master slices; ZeRO-3
+    also keeps the parameters sharded, gathered per layer."""
 
     def __init__(self, units, comm: Comm, stage: int = 3, optim_cls=torch.optim.AdamW,
                  axis_of: Callable | None = None, # parameter -> the axis it is sharded over (default "dp")
@@ -218,7 +218,8 @@ def _collect(self: ZeroDataParallel, sh: FlatShard):
 # %% ../../nbs/30_parallel/39_zero.ipynb #a0135ef8
 @patch
 def finish(self: ZeroDataParallel) -> float:
-    "After the step's last backward: reduce what is left, wait, all-reduce sequence-parallel slices over tp, reshard; returns seconds blocked."
+    """After the step's last backward: reduce what is left, wait, all-reduce sequence-parallel slices over tp, reshard; returns seconds
+    blocked."""
     t0 = time.monotonic()
     for sh in self.shards:
         if self._count[id(sh)]: self._reduce(sh)

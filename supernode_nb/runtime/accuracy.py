@@ -1,6 +1,4 @@
-"""The estimate beside measured steps of the runtime on this machine: a dozen and more layouts (dense and MoE, pipelines with 1…8
-micro-batches, tp, dp, ZeRO-1, recompute, SP) predicted by `costmodel.estimate` from the machine profile, run with interleaved
-repeats, and compared part by part, with the rank correlation.
+"""The estimate beside measured steps of the runtime on this machine: a dozen and more layouts (dense and MoE, pipelines with 1…8 micro-batches, tp, dp, ZeRO-1, recompute, SP) predicted by `costmodel.estimate` from the machine profile, run with interleaved repeats, and compared part by part, with the rank correlation.
 
 Docs: https://supernode-nb.github.io/supernode_nb/40_runtime/accuracy.html.md"""
 
@@ -60,7 +58,8 @@ def resolve_layouts(layouts=None) -> dict[str, tuple[ModelSpec, ParallelConfig]]
 
 # %% ../../nbs/40_runtime/47_accuracy.ipynb #2d41e1ad
 def collective_counts_worker(rank: int, world_size: int, model: dict, cfg: dict) -> dict | None:
-    "Worker: one training step of `cfg`; the last rank (on the last pipeline stage) returns {axis: {op: calls}} as its comm recorder saw them."
+    """Worker: one training step of `cfg`; the last rank (on the last pipeline stage) returns {axis: {op: calls}} as its comm recorder saw
+    them."""
     import torch
     from supernode_nb.foundation.layout import RankLayout
     from supernode_nb.comm.collectives import Comm, CommRecorder
@@ -206,8 +205,8 @@ def local_check(layouts=None, prof: MachineProfile | None = None, repeats: int =
     prediction from `prof` alone; `unprobed_s` the runs' own profiles without the speed probe (the probe's effect on the same runs).
 
     A run that loses a rank (`faults.RunFailed`: gloo once killed a rank with SIGSEGV in cp2's first ring shift, and
-    the benchmark lost its first round with it) is tried again once; every lost run is listed in `df.attrs["failed"]`, and a layout left with no
-    run at all in `df.attrs["unmeasured"]` rather than in the table."""
+    the benchmark lost its first round with it) is tried again once; every lost run is listed in `df.attrs["failed"]`, and a layout
+    left with no run at all in `df.attrs["unmeasured"]` rather than in the table."""
     import pandas as pd
     from supernode_nb.runtime.calibrate import calibrate, speed_probe
     from supernode_nb.runtime.faults import RunFailed

@@ -1,7 +1,4 @@
-"""Measure the machine this runs on into one `MachineProfile` — matmul rate of the model's shapes, per-operator overhead, copy rate,
-the executor's own costs, the share of a core when ranks share cores, the hand-off latency of a blocked rank, α–β per collective,
-group size and link level, and how much longer a real step's blocking collectives wait than those fits price — and save it in the
-archive: `supernode-nb calibrate`.
+"""Measure the machine this runs on into one `MachineProfile` — matmul rate of the model's shapes, per-operator overhead, copy rate, the executor's own costs, the share of a core when ranks share cores, the hand-off latency of a blocked rank, α–β per collective, group size and link level, and how much longer a real step's blocking collectives wait than those fits price — and save it in the archive: `supernode-nb calibrate`.
 
 Docs: https://supernode-nb.github.io/supernode_nb/40_runtime/calibrate.html.md"""
 

@@ -1,6 +1,4 @@
-"""An ipyparallel cluster whose engines are torch.distributed ranks — the client side: start and stop without leftovers, run exported
-functions on every rank with records streaming back live, and name the rank that died or hung within seconds, in the same
-`FaultReport` as local runs.
+"""An ipyparallel cluster whose engines are torch.distributed ranks — the client side: start and stop without leftovers, run exported functions on every rank with records streaming back live, and name the rank that died or hung within seconds, in the same `FaultReport` as local runs.
 
 Docs: https://supernode-nb.github.io/supernode_nb/40_runtime/cluster.html.md"""
 

@@ -1,5 +1,4 @@
-"""`supernode-nb cluster-config`: an ipyparallel profile whose engines start on other machines — over ssh, under mpiexec, or as a
-Slurm job — so the same `Cluster`, workers and pre-check run across hosts.
+"""`supernode-nb cluster-config`: an ipyparallel profile whose engines start on other machines — over ssh, under mpiexec, or as a Slurm job — so the same `Cluster`, workers and pre-check run across hosts.
 
 Docs: https://supernode-nb.github.io/supernode_nb/40_runtime/clusterconfig.html.md"""
 

@@ -1,5 +1,4 @@
-"""Every collective timed on real ranks — time, algbw and busbw per op, size and group size — behind `supernode-nb comm-bench` and
-the calibration of this machine's links.
+"""Every collective timed on real ranks — time, algbw and busbw per op, size and group size — behind `supernode-nb comm-bench` and the calibration of this machine's links.
 
 Docs: https://supernode-nb.github.io/supernode_nb/40_runtime/commbench.html.md"""
 

@@ -1,6 +1,4 @@
-"""What every launcher shares about failures: heartbeats from inside a rank, rehearsed faults (`FaultSpec`: kill, hang, slow,
-mismatch, exit), the fault report naming each rank's state, axis and last op, `RunFailed`, the run handle's interface, and
-straggler scores.
+"""What every launcher shares about failures: heartbeats from inside a rank, rehearsed faults (`FaultSpec`: kill, hang, slow, mismatch, exit), the fault report naming each rank's state, axis and last op, `RunFailed`, the run handle's interface, and straggler scores.
 
 Docs: https://supernode-nb.github.io/supernode_nb/40_runtime/faults.html.md"""
 
@@ -330,7 +328,8 @@ def stragglers(step_records: list[list[dict]],  # complete steps, oldest first: 
                threshold: float = 1.5,             # a rank slower than its peers' median by this factor is named
                window: int = 5,                    # the last `window` steps are scored
                key: str = "compute_s") -> list[dict]:
-    "The ranks whose compute over the last `window` steps is `threshold` × their peers' or more: rank, score, axis, peers.\n    A rank that shares a group with a slower named rank is left out: its slowness is most likely waiting on that one."
+    """The ranks whose compute over the last `window` steps is `threshold` × their peers' or more: rank, score, axis, peers.
+    A rank that shares a group with a slower named rank is left out: its slowness is most likely waiting on that one."""
     recent = list(step_records)[-window:]
     scores = straggler_scores(recent, key)
     named = sorted(({"rank": r, "score": round(s["score"], 3), "axis": s["axis"], "peers": s["peers"], "steps": len(recent)}

@@ -1,5 +1,4 @@
-"""Start local ranks — never by `fork` — and join them into a torch.distributed group; the helpers every launcher shares (error
-lines, timeout words, importable functions).
+"""Start local ranks — never by `fork` — and join them into a torch.distributed group; the helpers every launcher shares (error lines, timeout words, importable functions).
 
 Docs: https://supernode-nb.github.io/supernode_nb/40_runtime/launch.html.md"""
 

@@ -1,6 +1,4 @@
-"""Memory measured: what each rank of the runtime really holds — parameters, gradients, optimizer state, and the activations saved
-for backward at their peak — beside the cost model's figure per category, for recompute none / selective / full, with and without
-sequence parallelism, each schedule's micro-batches in flight, and each ZeRO stage the engine has.
+"""Memory measured: what each rank of the runtime really holds — parameters, gradients, optimizer state, and the activations saved for backward at their peak — beside the cost model's figure per category, for recompute none / selective / full, with and without sequence parallelism, each schedule's micro-batches in flight, and each ZeRO stage the engine has.
 
 Docs: https://supernode-nb.github.io/supernode_nb/40_runtime/memcheck.html.md"""
 

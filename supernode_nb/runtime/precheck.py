@@ -1,5 +1,4 @@
-"""Link pre-check (建链) before a job: every rank reaches every peer of each of its groups, axis by axis, within a timeout — a rank
-that never joins or a pair that cannot talk is named by rank and axis.
+"""Link pre-check (建链) before a job: every rank reaches every peer of each of its groups, axis by axis, within a timeout — a rank that never joins or a pair that cannot talk is named by rank and axis.
 
 Docs: https://supernode-nb.github.io/supernode_nb/40_runtime/precheck.html.md"""
 

@@ -1,5 +1,4 @@
-"""What calibration times on a running world of ranks: the share of a core each rank gets when ranks share cores, what communicating
-costs the compute beside it, collectives timed as training issues them, and α–β fitted to them against the one coefficient table.
+"""What calibration times on a running world of ranks: the share of a core each rank gets when ranks share cores, what communicating costs the compute beside it, collectives timed as training issues them, and α–β fitted to them against the one coefficient table.
 
 Docs: https://supernode-nb.github.io/supernode_nb/40_runtime/probes.html.md"""
 

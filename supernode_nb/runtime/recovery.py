@@ -1,6 +1,4 @@
-"""After a dead or hung rank: mark its device unhealthy, re-place on the healthy devices (shrinking dp when it must), reshard from
-the last checkpoint and continue — from Python (`run_with_recovery`) and from the command line (`supernode-nb run --max-restarts
-K`), each restart in the run's JSON and the archive.
+"""After a dead or hung rank: mark its device unhealthy, re-place on the healthy devices (shrinking dp when it must), reshard from the last checkpoint and continue — from Python (`run_with_recovery`) and from the command line (`supernode-nb run --max-restarts K`), each restart in the run's JSON and the archive.
 
 Docs: https://supernode-nb.github.io/supernode_nb/40_runtime/recovery.html.md"""
 

@@ -1,6 +1,4 @@
-"""`train_worker`, the one training loop — the same function on local processes, ipyparallel engines and under `torchrun` — and
-`start` / `run`: a `RunSpec` on a launcher, one result with the measured breakdown of every rank, its stragglers and its restarts'
-start step.
+"""`train_worker`, the one training loop — the same function on local processes, ipyparallel engines and under `torchrun` — and `start` / `run`: a `RunSpec` on a launcher, one result with the measured breakdown of every rank, its stragglers and its restarts' start step.
 
 Docs: https://supernode-nb.github.io/supernode_nb/40_runtime/runner.html.md"""
 

@@ -1,5 +1,4 @@
-"""`RunSpec`: one training run as plain, checked data — the model, the layout, the steps, checkpoints and a rehearsed fault — from
-the dashboard or the command line down to every rank, to JSON and into the archive.
+"""`RunSpec`: one training run as plain, checked data — the model, the layout, the steps, checkpoints and a rehearsed fault — from the dashboard or the command line down to every rank, to JSON and into the archive.
 
 Docs: https://supernode-nb.github.io/supernode_nb/40_runtime/spec.html.md"""
 

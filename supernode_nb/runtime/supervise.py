@@ -1,6 +1,4 @@
-"""Local ranks under supervision — the local implementation of the launcher interface: `LocalLauncher.start` returns a `LocalRun`
-handle (live records, per-rank state, wait, cancel), and a dead, failed or hung rank is named with its axis and last op within
-seconds, every process stopped.
+"""Local ranks under supervision — the local implementation of the launcher interface: `LocalLauncher.start` returns a `LocalRun` handle (live records, per-rank state, wait, cancel), and a dead, failed or hung rank is named with its axis and last op within seconds, every process stopped.
 
 Docs: https://supernode-nb.github.io/supernode_nb/40_runtime/supervise.html.md"""
 

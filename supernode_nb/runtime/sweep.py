@@ -1,5 +1,4 @@
-"""A benchmark round: run the planner's K best runnable configurations on this machine, record each in the archive with its estimate,
-and set predicted beside measured with the rank correlation — `supernode-nb sweep --top K`.
+"""A benchmark round: run the planner's K best runnable configurations on this machine, record each in the archive with its estimate, and set predicted beside measured with the rank correlation — `supernode-nb sweep --top K`.
 
 Docs: https://supernode-nb.github.io/supernode_nb/40_runtime/sweep.html.md"""
 

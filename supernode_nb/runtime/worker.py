@@ -1,5 +1,4 @@
-"""The rank's side of a run, whoever launched it: its place in the run (`WorkerContext`), joining the group on an ipyparallel engine
-or under torchrun, and live records (`Publisher`) that reach the client through ipyparallel, a local queue or a JSONL file.
+"""The rank's side of a run, whoever launched it: its place in the run (`WorkerContext`), joining the group on an ipyparallel engine or under torchrun, and live records (`Publisher`) that reach the client through ipyparallel, a local queue or a JSONL file.
 
 Docs: https://supernode-nb.github.io/supernode_nb/40_runtime/worker.html.md"""
 

@@ -1,5 +1,4 @@
-"""The decision helper in the dashboard: the decision path's questions asked of the picked model and topology, the strategy family
-and its fastest plans shown, the best one loaded into the pick.
+"""The decision helper in the dashboard: the decision path's questions asked of the picked model and topology, the strategy family and its fastest plans shown, the best one loaded into the pick.
 
 Docs: https://supernode-nb.github.io/supernode_nb/60_ui/advisor_view.html.md"""
 

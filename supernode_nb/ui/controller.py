@@ -1,6 +1,4 @@
-"""The dashboard's controller: runs the state's pick in the background through a runtime launcher (local processes or an ipyparallel
-cluster), streams every rank's records into the run log, names stragglers live, stops on request, and shows a failure as the fault
-report names it.
+"""The dashboard's controller: runs the state's pick in the background through a runtime launcher (local processes or an ipyparallel cluster), streams every rank's records into the run log, names stragglers live, stops on request, and shows a failure as the fault report names it.
 
 Docs: https://supernode-nb.github.io/supernode_nb/60_ui/controller.html.md"""
 
@@ -24,7 +22,8 @@ __all__ = ['failure_of', 'RunController', 'ReplayRun', 'ReplayLauncher']
 
 # %% ../../nbs/60_ui/64_controller.ipynb #6d4845ea
 def failure_of(report) -> dict:
-    "{'rank', 'layer', 'where', 'message', 'causes', 'flight_html'} of a `FaultReport`'s first culprit and the hang's explanation, as the run panel shows it."
+    """{'rank', 'layer', 'where', 'message', 'causes', 'flight_html'} of a `FaultReport`'s first culprit and the hang's explanation, as
+    the run panel shows it."""
     r = report.culprits[0] if report.culprits else min(report.ranks)
     st = report.ranks[r]
     if st.traceback: info = classify_failure(st.traceback, r)

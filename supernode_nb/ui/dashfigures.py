@@ -1,5 +1,4 @@
-"""The dashboard's pure pieces: its messages as HTML (broken constraints, the pick in one line, the planner's answer, each rank's
-state, a failure), the bubble formula, and the live figure filled in place from a run's log — no widgets, testable as plain data.
+"""The dashboard's pure pieces: its messages as HTML (broken constraints, the pick in one line, the planner's answer, each rank's state, a failure), the bubble formula, and the live figure filled in place from a run's log — no widgets, testable as plain data.
 
 Docs: https://supernode-nb.github.io/supernode_nb/60_ui/dashfigures.html.md"""
 
@@ -76,7 +75,8 @@ def rank_table_html(st: DashboardState, layout=None) -> str:
         c = _STATE_COLORS.get(v.get("state"), "#333")
         rows.append(
             f'<tr class="snb-rank" data-rank="{r}" data-state="{v.get("state")}"><td>rank {r}</td><td>{html.escape(coords)}</td>'
-            f'<td style="color:{c};font-weight:bold">{v.get("state")}</td><td>{"" if v.get("step") is None else "step " + str(v["step"])}</td>'
+            f'<td style="color:{c};font-weight:bold">{v.get("state")}</td>'
+            f'<td>{"" if v.get("step") is None else "step " + str(v["step"])}</td>'
             + (f'<td class="snb-straggler" style="color:#9a6700">🐢 slow ×{slow[int(r)]["score"]:.1f}</td>' if int(r) in slow else "")
             + '</tr>'
         )
@@ -93,7 +93,8 @@ def failure_html(f: dict) -> str:
         + f'<br><code>{html.escape(str(f.get("message", "")))}</code>'
         + "".join(f'<br>cause: <code>{html.escape(c)}</code>' for c in f.get("causes") or [])
         + (
-            f'<details class="snb-flight" open><summary>the groups\' last collectives (flight recorder)</summary>{f["flight_html"]}</details>'
+            '<details class="snb-flight" open><summary>the groups\' last collectives (flight '
+            f'recorder)</summary>{f["flight_html"]}</details>'
             if f.get("flight_html")
             else ""
         )

@@ -1,5 +1,4 @@
-"""The dashboard's state, apart from any widget: the picked model, topology and configuration with the choices that stay valid, the
-live log of a run, its stragglers, and where a failure sits in the stack.
+"""The dashboard's state, apart from any widget: the picked model, topology and configuration with the choices that stay valid, the live log of a run, its stragglers, and where a failure sits in the stack.
 
 Docs: https://supernode-nb.github.io/supernode_nb/60_ui/dashstate.html.md"""
 
@@ -8,6 +7,8 @@ Docs: https://supernode-nb.github.io/supernode_nb/60_ui/dashstate.html.md"""
 # %% ../../nbs/60_ui/61_dashstate.ipynb #0ffee557
 from __future__ import annotations
 import re, threading, time
+import numpy as np
+from fastcore.basics import patch
 from dataclasses import asdict, is_dataclass
 from typing import Any, Callable
 from traitlets import HasTraits, Bool, Dict, Float, Int, List, Unicode, observe
@@ -29,7 +30,7 @@ from ..foundation.placement import Placement, place
 
 # %% auto #0
 __all__ = ['CONFIG_FIELDS', 'LOCAL_MAX_WORLD', 'AUTO_MAX_WORLD', 'PARTS', 'LAYER_OF_MODULE', 'derive', 'to_config',
-           'field_errors', 'candidates', 'valid_choices', 'DashboardState', 'breakdown_parts', 'RunLog',
+           'field_errors', 'candidates', 'valid_choices', 'DashboardState', 'breakdown_parts', 'StepArrays', 'RunLog',
            'synthetic_records', 'root_causes', 'classify_failure', 'warm_imports']
 
 # %% ../../nbs/60_ui/61_dashstate.ipynb #e66d379a
@@ -243,18 +244,82 @@ def breakdown_parts(rec: dict) -> dict[str, float]:
     out["other"] += float(rec.get("other_s") or 0.0)
     return out
 
+# %% ../../nbs/60_ui/61_dashstate.ipynb #754e7e14
+_ROW_KEYS = ("wall_s", "loss", "tokens", "tokens_per_s")   # per-record figures kept as (row, rank) arrays
+
+class StepArrays:
+    "A run's records as numpy arrays, filled as they arrive: `parts` (row, rank, part) and `vals[key]` (row, rank); NaN where none."
+    def __init__(self, world: int):
+        self.world, self.n, self._row = world, 0, {}
+        self.steps = np.zeros(0, np.int64)                          # the step of each row (rows in order of arrival)
+        self.parts = np.zeros((0, world, len(PARTS)), np.float32)
+        self.vals = {k: np.zeros((0, world)) for k in _ROW_KEYS}
+        self.seen = np.zeros((0, world), bool)
+
+    def _grow(self):
+        cap = max(8, 2 * len(self.steps))
+        pad = lambda a, fill: np.concatenate([a, np.full((cap - len(a),) + a.shape[1:], fill, a.dtype)])
+        self.steps, self.parts, self.seen = pad(self.steps, -1), pad(self.parts, np.nan), pad(self.seen, False)
+        self.vals = {k: pad(v, np.nan) for k, v in self.vals.items()}
+
+    def add(self, r: dict):
+        "Book one record (a dict with step, rank, wall_s and the breakdown)."
+        s, rank = int(r["step"]), int(r["rank"])
+        i = self._row.get(s)
+        if i is None:
+            if self.n == len(self.steps): self._grow()
+            i = self._row[s] = self.n; self.steps[i] = s; self.n += 1
+        self.parts[i, rank] = tuple(breakdown_parts(r).values())
+        for k, a in self.vals.items(): a[i, rank] = np.nan if r.get(k) is None else r[k]
+        self.seen[i, rank] = True
+
+    @property
+    def wall(self) -> np.ndarray: return self.vals["wall_s"]
+
+# %% ../../nbs/60_ui/61_dashstate.ipynb #89b5ce63
+@patch
+def order(self: StepArrays) -> np.ndarray:
+    "Rows sorted by step."
+    return np.argsort(self.steps[:self.n], kind="stable")
+
+@patch
+def complete_rows(self: StepArrays, last: int | None = None) -> np.ndarray:
+    "Rows of the steps every rank has reported, by step (the `last` of them)."
+    o = self.order(); o = o[self.seen[o].all(axis=1)]
+    return o[-last:] if last else o
+
+@patch
+def view(self: StepArrays, last: int = 60) -> tuple[np.ndarray, np.ndarray]:
+    "The last `last` steps: their numbers and walls (steps, world)."
+    o = self.order()[-last:]
+    return self.steps[o], self.wall[o]
+
+@patch
+def latest_parts(self: StepArrays) -> np.ndarray:
+    "(world, parts): each rank's parts at its latest step (NaN where it has none)."
+    o = self.order()
+    if not len(o): return np.full((self.world, len(PARTS)), np.nan)
+    seen = self.seen[o]
+    last = len(o) - 1 - np.argmax(seen[::-1], axis=0)              # each rank's latest row that it reported
+    out = self.parts[o[last], np.arange(self.world)].astype(float)
+    out[~seen.any(axis=0)] = np.nan
+    return out
+
 # %% ../../nbs/60_ui/61_dashstate.ipynb #58bc68ef
 class RunLog:
     "The step records of one run, by step and rank."
     def __init__(self, world: int):
         self.world, self.steps, self.events = world, {}, []   # steps: step -> {rank: record}
         self._lock = threading.Lock()
+        self.arrays = StepArrays(world)                       # the same records as numpy arrays
 
     def add(self, rec) -> dict:
         "Add one step record (a dict, a dataclass or anything with `to_dict`); return it as a dict."
         r = _plain(rec)
         if not 0 <= r["rank"] < self.world: raise ValueError(f"record for rank {r['rank']} outside world {self.world}")
-        with self._lock: self.steps.setdefault(int(r["step"]), {})[int(r["rank"])] = r
+        with self._lock:
+            self.steps.setdefault(int(r["step"]), {})[int(r["rank"])] = r
+            self.arrays.add(r)
         return r
 
     def __len__(self): return sum(len(v) for v in self.steps.values())
@@ -280,11 +345,9 @@ class RunLog:
 
     def loss(self) -> tuple[list[int], list[float]]:
         "The loss per step (the mean over ranks that report one: every rank reports the same loss)."
-        ss, ls = [], []
-        for s in sorted(self.steps):
-            v = [r["loss"] for r in self.steps[s].values() if r.get("loss") is not None]
-            if v: ss.append(s); ls.append(sum(v) / len(v))
-        return ss, ls
+        A = self.arrays; o = A.order(); l = A.vals["loss"][o]
+        has = ~np.isnan(l).all(axis=1)
+        return A.steps[o][has].tolist(), np.nanmean(l[has], axis=1).tolist() if has.any() else []
 
     def mean_step(self, skip: int = 1) -> tuple[float | None, int]:
         ("The run's mean step so far and how many steps it spans: the slowest rank's wall time of each complete step (the "
@@ -294,17 +357,19 @@ class RunLog:
 
     def slowest_walls(self) -> dict[int, float]:
         "Step -> the slowest rank's wall time, for each complete step (the job waits for its slowest rank)."
-        return {s: max(r["wall_s"] for r in self.steps[s].values()) for s in self.complete_steps()}
+        o = self.arrays.complete_rows()
+        return dict(zip(self.arrays.steps[o].tolist(), self.arrays.wall[o].max(axis=1).tolist()))
 
     def throughput(self) -> tuple[list[int], list[float]]:
         "Tokens per second of the whole job per complete step: tokens of the step / the slowest rank's wall time."
-        ss, ts = [], []
-        for s, wall in self.slowest_walls().items():
-            recs = self.steps[s].values()
-            tok = [r.get("tokens") for r in recs]
-            if all(t is not None for t in tok) and wall > 0: ss.append(s); ts.append(max(tok) / wall)
-            elif all(r.get("tokens_per_s") is not None for r in recs): ss.append(s); ts.append(min(r["tokens_per_s"] for r in recs))
-        return ss, ts
+        A = self.arrays; o = A.complete_rows()
+        wall, tok, tps = A.wall[o].max(axis=1), A.vals["tokens"][o], A.vals["tokens_per_s"][o]
+        by_tok = ~np.isnan(tok).any(axis=1) & (wall > 0)
+        by_tps = ~by_tok & ~np.isnan(tps).any(axis=1)      # else the slowest rank's own tokens/s
+        val = np.where(by_tok, np.where(by_tok[:, None], tok, 0).max(axis=1) / np.where(by_tok, wall, 1),
+                       np.where(by_tps[:, None], tps, np.inf).min(axis=1))
+        keep = by_tok | by_tps
+        return A.steps[o][keep].tolist(), val[keep].tolist()
 
     def expert_load(self, step: int | None = None) -> list[float]:
         "Tokens routed to each expert at `step` (default: the latest complete step), summed over ranks and layers."
@@ -320,13 +385,14 @@ class RunLog:
         return tot
 
 # %% ../../nbs/60_ui/61_dashstate.ipynb #ec79eaf1
-def synthetic_records(world: int = 2, steps: int = 3, experts: int = 0, seed: int = 0) -> list[dict]:
+def synthetic_records(world: int = 2, steps: int = 3, experts: int = 0, seed: int = 0,
+                      slow: dict[int, float] | None = None) -> list[dict]:   # rank -> factor on its compute: a planted straggler
     "Step records shaped like the engine's, with made-up numbers — for tests and docs, never for results."
     import random
     rnd, out = random.Random(seed), []
     for s in range(steps):
         for r in range(world):
-            comp, tp, dp, bub = .02 + .01 * rnd.random(), .005, .003 * (s + 1), .002 * r
+            comp, tp, dp, bub = (.02 + .01 * rnd.random()) * (slow or {}).get(r, 1.0), .005, .003 * (s + 1), .002 * r
             wall = comp + tp + dp + bub + .001
             rec = dict(step=s, rank=r, wall_s=wall, data_s=0.0, compute_s=comp, comm_s={"tp": tp, "dp": dp}, bubble_s=bub,
                        other_s=.001, loss=5.5 - .3 * s, tokens=64, tokens_per_s=64 / wall, peak_mem_bytes=1 << 20)

@@ -1,6 +1,4 @@
-"""What `make demo` runs: the toolkit's flow in five steps — choose a configuration with the planner, place it on a supernode,
-estimate what it costs, run the same strategy shape small on local ranks beside its estimate, and record both in the archive — on
-the console and in one HTML report.
+"""What `make demo` runs: the toolkit's flow in five steps — choose a configuration with the planner, place it on a supernode, estimate what it costs, run the same strategy shape small on local ranks beside its estimate, and record both in the archive — on the console and in one HTML report.
 
 Docs: https://supernode-nb.github.io/supernode_nb/60_ui/demo.html.md"""
 
@@ -45,8 +43,10 @@ def write_report(path, steps: list[dict], summary: dict, plotlyjs: str = "inline
 # %% ../../nbs/60_ui/63_demo.ipynb #b221c13c
 STEP_SENTENCES = {
     1: "The planner searched every configuration on each machine; these are the fastest that fit, and why the rest were rejected.",
-    2: "The chosen configuration on the supernode: where each rank sits and how much of each axis's traffic crosses each link level and plane.",
-    3: "The cost model's estimate of the chosen configuration: memory per device against the device's limit, the step by part, throughput and MFU.",
+    2: "The chosen configuration on the supernode: where each rank sits and how much of each axis's traffic crosses each link level "
+       "and plane.",
+    3: "The cost model's estimate of the chosen configuration: memory per device against the device's limit, the step by part, "
+       "throughput and MFU.",
     4: "The same strategy shape on a tiny model and local ranks, measured per rank beside its estimate, part by part.",
     5: "The plan and the run are in the archive, to compare later or to start a new run from.",
 }
@@ -91,7 +91,8 @@ def demo(model: str = "llama3-70b", topology: str = "cloudmatrix384", contrast: 
 
 # %% ../../nbs/60_ui/63_demo.ipynb #82b9c4f2
 def small_run(cfg: ParallelConfig, steps: int, say) -> tuple[dict, ParallelConfig, list[str]]:
-    "Step 4's run: `cfg`'s shape on local ranks, estimated with this machine's profile; a failed ZeRO-2/3 run is said and rerun with ZeRO-1."
+    """Step 4's run: `cfg`'s shape on local ranks, estimated with this machine's profile; a failed ZeRO-2/3 run is said and rerun with
+    ZeRO-1."""
     tiny = "tiny-moe" if cfg.ep > 1 else "tiny-gpt"
     small, left = small_shape(cfg, tiny)
     prof = machine_profile(small.world_size, say); speed_check(prof, say)

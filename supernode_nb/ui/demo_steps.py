@@ -1,6 +1,4 @@
-"""The five steps of `make demo` as plain functions: choose (the planner on two machines, rejections explained), place, estimate
-(with the figures used and the error to expect), run small (the same shape on local ranks beside its estimate) and record (the
-archive) — each returning data and a few lines of text.
+"""The five steps of `make demo` as plain functions: choose (the planner on two machines, rejections explained), place, estimate (with the figures used and the error to expect), run small (the same shape on local ranks beside its estimate) and record (the archive) — each returning data and a few lines of text.
 
 Docs: https://supernode-nb.github.io/supernode_nb/60_ui/demo_steps.html.md"""
 
@@ -100,7 +98,8 @@ def choose_text(choices: list[dict], families: int = 3) -> str:
         f = c["fastest"]
         if not f.get("runnable", True):
             out.append(
-                f"    fastest of all: {config_name(f['config'])}, {f['tokens_per_s']:,.0f} tokens/s — not runnable here: {'; '.join(f['lacks'])}"
+                f"    fastest of all: {config_name(f['config'])}, {f['tokens_per_s']:,.0f} tokens/s — not runnable here: "
+                f"{'; '.join(f['lacks'])}"
             )
         k = c["rejected_by"]
         div = sorted(((n, r[9:]) for r, n in c["rejected"].items() if reason_group(r) == "divisibility"), reverse=True)[:2]

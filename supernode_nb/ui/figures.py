@@ -1,6 +1,4 @@
-"""Pictures as pure functions returning `plotly.graph_objects.Figure`: the topology, a placement coloured by any axis's groups, one
-rank's groups (the rank explorer), traffic per link level and plane, the rank index grid of a layout, an estimate beside a
-measured step, and the planner's choice on several machines.
+"""Pictures as pure functions returning `plotly.graph_objects.Figure`: the topology, a placement coloured by any axis's groups, one rank's groups (the rank explorer), traffic per link level and plane, the rank index grid of a layout, an estimate beside a measured step, and the planner's choice on several machines.
 
 Docs: https://supernode-nb.github.io/supernode_nb/60_ui/figures.html.md"""
 

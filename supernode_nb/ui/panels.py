@@ -1,6 +1,4 @@
-"""The dashboard's panels for a pick: a strategy picker that offers only valid choices, the planner's suggestion, the placement on
-the supernode, the pipeline schedule and the cost model's estimate — each a small class over a `DashboardState`, with the plumbing
-they share (a visible error log, debounce, in-place figure updates).
+"""The dashboard's panels for a pick: a strategy picker that offers only valid choices, the planner's suggestion, the placement on the supernode, the pipeline schedule and the cost model's estimate — each a small class over a `DashboardState`, with the plumbing they share (a visible error log, debounce, in-place figure updates).
 
 Docs: https://supernode-nb.github.io/supernode_nb/60_ui/panels.html.md"""
 
@@ -313,7 +311,8 @@ class ScheduleView:
 def estimate_for(
     state: DashboardState, background: float | Sequence[float] = 0.0
 ):  # cores other processes keep busy on this host: one figure, or one per window of the run
-    "The cost model's estimate of the pick, with this machine's calibrated profile when the archive has one for its topology; None when broken."
+    """The cost model's estimate of the pick, with this machine's calibrated profile when the archive has one for its topology;
+    None when broken."""
     from supernode_nb.cost import costmodel as cm
     from supernode_nb.cost.profile import find_profile
     if state.errors: return None

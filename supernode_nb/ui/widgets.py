@@ -1,5 +1,4 @@
-"""`Dashboard()`: pick a strategy (only valid choices offered, reasons inline), see where the ranks land and the pipeline's bubbles,
-start a run on local ranks and watch every rank's step breakdown live.
+"""`Dashboard()`: pick a strategy (only valid choices offered, reasons inline), see where the ranks land and the pipeline's bubbles, start a run on local ranks and watch every rank's step breakdown live.
 
 Docs: https://supernode-nb.github.io/supernode_nb/60_ui/widgets.html.md"""
 
