@@ -13,6 +13,7 @@ from ..foundation.core import Parser, UsageError, emit
 from ..foundation.config import (ModelSpec, ParallelConfig, ConfigError, check, MODEL_PRESETS,
                                  add_model_args, model_from_args, add_parallel_args, config_from_args)
 from ..foundation.topology import Topology, TopologyError, get_topology, topology_for, TOPOLOGY_PRESETS, GiB
+from .storage import storage_cost, storage_text, StorageCost
 from .memory import (SCHEDULE_CODE, RECOMPUTE_CODE, DTYPE_BYTES, CATEGORIES, DDP_BUCKET_BYTES, step_flops,
                                       activation_bytes_per_layer, in_flight, _counts, _memory, GRAD_ACCUM)
 from .steptime import (AXIS_GROUPS, COMM_AXES, CAUSAL_EXECUTED, EFFICIENCY, FP32_TFLOPS, efficiency_for, peak_tflops, ATTENTION_KERNELS, LOSS_BYTES, TP_OVERLAP, tp_overlap_share,
@@ -51,6 +52,7 @@ class Estimate:
     grad_accum: str = "fused"       # how gradients add up over micro-batches (`memory.GRAD_ACCUM`)
     moe_host_s: float | None = None # s per MoE layer and micro-batch Megatron's synced dispatch holds the device; None: not priced
     tp_overlap: float = 0.0         # share of TP traffic priced as pipelined with the matmuls (`steptime.TP_OVERLAP`)
+    storage: dict = field(default_factory=dict)  # the data and storage planes' terms (`storage.StorageCost`)
 
     @property
     def fits(self) -> bool: return not self.oom
@@ -92,6 +94,17 @@ def _check(model, cfg, allow_uneven):
     if allow_uneven: errs = [e for e in errs if "not divisible into pp" not in e]
     hint = " (allow_uneven / --allow-uneven prices Megatron's uneven split: the slowest stage takes ⌈layers / chunks⌉)"
     if errs: raise ConfigError([e + hint if "not divisible into pp" in e else e for e in errs])
+
+def _with_storage(est, model, cfg, topo, every, async_save):
+    "`est` with the data and storage planes' terms (`storage.storage_cost`); a save's hold or a data stall lengthens the step."
+    sc = storage_cost(model, cfg, topo, est.step_time_s, every, async_save, est.dtype)
+    est.storage = sc.to_dict()
+    if every is None and not sc.data_stall_s: return est
+    step = est.step_time_s + sc.per_step_s
+    k = est.step_time_s / step                                     # throughput figures follow the step
+    return replace(est, step_time_s=step, breakdown=dict(est.breakdown, checkpoint_s=sc.checkpoint_s, data_stall_s=sc.data_stall_s),
+                   tokens_per_s=est.tokens_per_s * k, tflops_per_device=est.tflops_per_device * k,
+                   hw_tflops_per_device=est.hw_tflops_per_device * k, mfu=est.mfu * k, hfu=est.hfu * k)
 
 # %% ../../nbs/10_cost/12_costmodel.ipynb #5e38353a
 def resolve_dtype(model: ModelSpec,         # the model (bytes_per_param: 2 for the large presets)
@@ -144,6 +157,7 @@ def estimate(model: ModelSpec, cfg: ParallelConfig, topology: Topology | str = "
                                                  # its host sync; None: `steptime.MOE_HOST_S`; 0: a sync-free release (`mbridge`)
              grad_accum: str = "fused",          # how gradients add up over micro-batches (`memory.GRAD_ACCUM`): fused in the GEMM
                                                  # (Megatron), autograd's add (DeepSpeed's pipeline), fp32 (DeepSpeed's bf16 optimizer)
+             checkpoint_every: int | None = None, async_save: bool = False,   # saves every N steps, staged to host (`storage`)
              advise: bool = True) -> Estimate:
     "Memory per device and step time of `cfg` for `model` on `topology` (a preset name is sized to fit)."
     _check(model, cfg, allow_uneven)
@@ -170,6 +184,7 @@ def estimate(model: ModelSpec, cfg: ParallelConfig, topology: Topology | str = "
                    links={a: _link(topo, links[a]) for a in AXIS_GROUPS}, efficiency=eff, efficiency_source=src,
                    microbatches=int(f(r["microbatches"])), hfu=f(r["hfu"]), dtype=dt, peak_tflops=f(r["peak_tflops"]), profile=pname,
                    attention=attention, loss=loss, grad_accum=grad_accum, moe_host_s=r["moe_host_s"], tp_overlap=tp_overlap_share(tp_overlap) * (cfg.tp > 1))
+    est = _with_storage(est, model, cfg, topo, checkpoint_every, async_save)
     est.caveats = _caveats(model, cfg, prof)
     if est.oom and advise: est.advice = _advice(model, cfg, topo, est, eff, dp_overlap, mem_fraction, allow_uneven, **kw)
     return est
@@ -275,7 +290,8 @@ def _estimate_text(e: Estimate) -> str:
              f" of {mbs} per replica): step {e.step_time_s:.3g} s, {e.tokens_per_s:,.0f} tokens/s, "
              f"{_flops(e.tflops_per_device)} per device (model FLOPs), MFU {100 * e.mfu:.1f} %, HFU {100 * e.hfu:.1f} % " +
              (f"(fp8 linears, MFU against the bf16 peak {_flops(e.peak_tflops)})" if e.dtype == "fp8" else f"({e.dtype}, peak {_flops(e.peak_tflops)})"),
-             f"  compute {b['compute_s']:.3g}s | comm {comm} | bubble {b['bubble_s']:.3g}s | other {b['other_s']:.3g}s",
+             f"  compute {b['compute_s']:.3g}s | comm {comm} | bubble {b['bubble_s']:.3g}s | other {b['other_s']:.3g}s"
+             + (f" | checkpoint {b['checkpoint_s']:.3g}s | data stall {b['data_stall_s']:.3g}s" if "checkpoint_s" in b else ""),
              f"  memory {_gib(e.memory_per_device_bytes)} of {_gib(e.memory_limit_bytes)}: " +
              ", ".join(f"{k} {_gib(v)}" for k, v in e.memory_breakdown.items()) + (" — OUT OF MEMORY" if e.oom else ""),
              f"  links: " + ", ".join(f"{a} {l['level']}" for a, l in e.links.items() if l["group_size"] > 1),
@@ -283,6 +299,7 @@ def _estimate_text(e: Estimate) -> str:
              + ("" if e.attention == "native" else f"; attention kernels: {e.attention}") + ("" if e.loss == "megatron" else f"; loss: {e.loss}")
              + ("" if e.grad_accum == "fused" else f"; gradients added up after each micro-batch: {e.grad_accum}")
              + (f"; {100 * e.tp_overlap:.0f} % of TP traffic pipelined with the matmuls" if e.tp_overlap else "")]
+    if e.storage: lines += [f"  {x}" for x in storage_text(StorageCost(**e.storage))]
     if e.moe_host_s is not None: lines.append(f"  MoE host hold {1e3 * e.moe_host_s:g} ms per MoE layer and micro-batch (Megatron's "
                                               "token-count sync, fitted on its 25.11 and 26.02 releases; --moe-host-ms 0 for 26.06 on)")
     return "\n".join(lines + [f"  {a}" for a in e.advice] + [f"  caveat: {c}" for c in e.caveats])
@@ -295,6 +312,12 @@ def _model_topology_args(a, default_model: str = "tiny-gpt"):
     return model
 
 _PROG = "supernode-nb estimate"
+
+def _check_saves(a, prog: str = _PROG):
+    "--checkpoint-every >= 1; --async-save only with it."
+    if a.checkpoint_every is not None and a.checkpoint_every < 1:
+        raise UsageError(f"{prog}: error: --checkpoint-every {a.checkpoint_every} must be >= 1 (steps between saves)")
+    if a.async_save and a.checkpoint_every is None: raise UsageError(f"{prog}: error: --async-save needs --checkpoint-every N")
 
 def cli_estimate(argv: list[str]) -> int:
     "supernode-nb estimate: memory per device and step time of one configuration."
@@ -319,6 +342,10 @@ def cli_estimate(argv: list[str]) -> int:
                    "(unfused), megatron-fused, eager (PyTorch F.cross_entropy) or fused (one kernel); priced without a profile")
     p.add_argument("--grad-accum", choices=GRAD_ACCUM, default="fused", help="how gradients add up over micro-batches: fused (in "
                    "the weight-gradient GEMM, Megatron), autograd (DeepSpeed's pipeline engine) or fp32 (its bf16 optimizer)")
+    p.add_argument("--checkpoint-every", type=int, default=None, metavar="N", help="price a checkpoint saved every N steps: "
+                   "its write against the storage plane, and the step's share of the time it holds training")
+    p.add_argument("--async-save", action="store_true", help="with --checkpoint-every: save asynchronously (the step pays the "
+                   "copy to host memory; the write runs beside training)")
     p.add_argument("--json", action="store_true")
     a = p.parse_args(argv)
     dtype = a.dtype if any(x == "--dtype" or x.startswith("--dtype=") for x in argv) else None   # unset: the model's own
@@ -327,10 +354,12 @@ def cli_estimate(argv: list[str]) -> int:
     if not 0 <= a.dp_overlap <= 1: raise UsageError(f"{_PROG}: error: --dp-overlap {a.dp_overlap} must be in [0, 1]")
     if a.efficiency is not None and not 0 < a.efficiency <= 1: raise UsageError(f"{_PROG}: error: --efficiency {a.efficiency} must be in (0, 1]")
     if a.moe_host_ms is not None and not a.moe_host_ms >= 0: raise UsageError(f"{_PROG}: error: --moe-host-ms {a.moe_host_ms} must be >= 0")
+    _check_saves(a)
     try: e = estimate(model, cfg, a.topology, efficiency=a.efficiency, dp_overlap=a.dp_overlap, mem_fraction=a.mem_fraction,
                      allow_uneven=a.allow_uneven, dtype=dtype, profile=None if a.profile == "none" else a.profile, tp_overlap=a.tp_overlap, ep_overlap=a.ep_overlap,
                      flash=not a.no_flash, fused=not a.eager, attention=a.attention, loss=a.loss, grad_accum=a.grad_accum,
-                     moe_host_s=None if a.moe_host_ms is None else a.moe_host_ms / 1e3)
+                     moe_host_s=None if a.moe_host_ms is None else a.moe_host_ms / 1e3, checkpoint_every=a.checkpoint_every,
+                     async_save=a.async_save)
     except ConfigError as err:
         emit({"ok": False, "errors": err.errors}, a.json, "not ok:\n" + "\n".join(f"  - {x}" for x in err.errors)); return 1
     except ValueError as err: raise UsageError(f"{_PROG}: error: {err}") from None

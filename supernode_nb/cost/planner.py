@@ -16,7 +16,8 @@ from ..foundation.topology import Topology, TopologyError, get_topology, topolog
 from ..foundation.capabilities import backend_for, engine_gap_columns
 from .memory import DTYPE_BYTES, GRAD_ACCUM
 from .steptime import ATTENTION_KERNELS, LOSS_BYTES, TP_OVERLAP
-from .costmodel import (resolve_dtype, _resolve_profile, _gib, _costs, _analytic_links, efficiency_for, estimate, CATEGORIES, COMM_AXES,
+from .storage import storage_text, StorageCost
+from .costmodel import (resolve_dtype, _resolve_profile, _gib, _check_saves, _costs, _analytic_links, efficiency_for, estimate, CATEGORIES, COMM_AXES,
                                     SCHEDULE_CODE, RECOMPUTE_CODE)
 
 # %% auto #0
@@ -197,6 +198,7 @@ def plan(model: ModelSpec, topology: Topology | str, global_batch: int, space: S
          tp_overlap: bool | str = False,      # TP communication pipelined with the matmuls, as for `costmodel.estimate`
          ep_overlap: bool = False,            # MoE all-to-alls beside another micro-batch's compute, as for `costmodel.estimate`
          moe_host_s: float | None = None,     # Megatron's MoE host hold, as for `costmodel.estimate`
+         checkpoint_every: int | None = None, async_save: bool = False,   # the best plan's saves, as for `costmodel.estimate`
          allow_uneven: bool = False) -> Plan:  # also layers not divisible by pp × v (Megatron's, torchtitan's uneven splits)
     "Search every valid configuration; return the fastest that fits memory, with rejections explained."
     t0 = time.perf_counter()
@@ -270,8 +272,8 @@ def plan(model: ModelSpec, topology: Topology | str, global_batch: int, space: S
         e = estimate(model, ParallelConfig(**topl[0]["config"]), topo, efficiency=efficiency, dp_overlap=dp_overlap, mem_fraction=mem_fraction,
                      allow_uneven=allow_uneven,
                      dtype=dt, profile=prof, attention=attention, tp_overlap=tp_overlap, loss=loss, ep_overlap=ep_overlap,
-                     moe_host_s=moe_host_s, grad_accum=grad_accum)
-        best["estimate"] = e.to_dict()
+                     moe_host_s=moe_host_s, grad_accum=grad_accum, checkpoint_every=checkpoint_every, async_save=async_save)
+        best["estimate"], best["storage"] = e.to_dict(), e.storage
     pi = ok[_pareto(mem[ok], tps[ok])] if len(ok) else ok
     par = [_row(c, res, i) for c, i in zip(_configs(_take(S, Vr, pi), range(len(pi)), dt), pi)]
     return Plan(model.name, topo.name, healthy, global_batch, len(kidx), int(valid.sum()), int(fits.sum()), best, topl,
@@ -346,6 +348,7 @@ def _plan_text(p: Plan, families: int = 8) -> str:
     out.append("rejected: " + ", ".join(f"{k} ({v:,})" for k, v in sorted(p.rejected.items(), key=lambda x: -x[1])))
     out += [f"  tp{f['tp']} cp{f['cp']} pp{f['pp']} ep{f['ep']}: {f['reason']}" for f in p.families[:families]]
     if len(p.families) > families: out.append(f"  ... {len(p.families) - families} more families (see --json)")
+    if p.best and p.best.get("storage"): out += ["best plan's storage and data planes:"] + [f"  {x}" for x in storage_text(StorageCost(**p.best["storage"]))]
     return "\n".join(out)
 
 def cli_plan(argv: list[str]) -> int:
@@ -373,8 +376,12 @@ def cli_plan(argv: list[str]) -> int:
                    "holds the device, as estimate prices it (default: the fitted 6; 0 for Megatron-Bridge 26.06 on)")
     p.add_argument("--allow-uneven", action="store_true", help="also layouts whose layers do not divide by pp × virtual stages "
                    "(Megatron's and torchtitan's uneven splits; this engine cannot run them)")
+    p.add_argument("--checkpoint-every", type=int, default=None, metavar="N", help="price the best plan's checkpoint saved every N "
+                   "steps, as estimate does (its write against the storage plane)")
+    p.add_argument("--async-save", action="store_true", help="with --checkpoint-every: asynchronous saves (the step pays the copy to host)")
     p.add_argument("--json", action="store_true")
     a = p.parse_args(argv)
+    _check_saves(a, _PROG)
     try: model = model_from_args(a, "tiny-gpt")
     except ConfigError as e: raise UsageError(f"{_PROG}: error: {e.errors[0]}") from None
     try: get_topology(a.topology)   # a preset's name or a topology file: an unknown name, a broken file, said here
@@ -389,7 +396,7 @@ def cli_plan(argv: list[str]) -> int:
                     mem_fraction=a.mem_fraction, efficiency=a.efficiency, dtype=a.dtype, runnable_only=a.runnable,
                     profile=None if a.profile == "none" else a.profile, attention=a.attention, tp_overlap=a.tp_overlap,
                     loss=a.loss, grad_accum=a.grad_accum, ep_overlap=a.ep_overlap, moe_host_s=None if a.moe_host_ms is None else a.moe_host_ms / 1e3,
-                    allow_uneven=a.allow_uneven)
+                    allow_uneven=a.allow_uneven, checkpoint_every=a.checkpoint_every, async_save=a.async_save)
     except ValueError as e: raise UsageError(f"{_PROG}: error: {e}") from None
     from supernode_nb.foundation.store import auto_record
     if res.best: auto_record({"model": model.to_dict(), "config": res.best["config"], "estimate": res.best.get("estimate")},
