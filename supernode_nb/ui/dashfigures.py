@@ -6,16 +6,18 @@ Docs: https://supernode-nb.github.io/supernode_nb/60_ui/dashfigures.html.md"""
 
 # %% ../../nbs/60_ui/65_dashfigures.ipynb #cb34396d
 from __future__ import annotations
-import html
+import html, warnings
+import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 from ..foundation.config import MODEL_PRESETS, num_params
 from .dashstate import PARTS, DashboardState, RunLog
 from .figures import PART_COLORS
+from .livestats import LiveStats, RankMap, live_stats, rank_map
 
 # %% auto #0
-__all__ = ['errors_html', 'summary_html', 'plan_html', 'rank_table_html', 'failure_html', 'bubble_formula', 'live_figure',
-           'update_live', 'running_html']
+__all__ = ['SMALL_WORLD', 'HEAT_ROWS', 'errors_html', 'summary_html', 'plan_html', 'rank_table_html', 'failure_html',
+           'bubble_formula', 'live_figure', 'heat_rows', 'update_live', 'slowest_html', 'running_html']
 
 # %% ../../nbs/60_ui/65_dashfigures.ipynb #f438f139
 def errors_html(errors: list[str]) -> str:
@@ -62,10 +64,13 @@ def plan_html(p) -> str:
     )
 
 # %% ../../nbs/60_ui/65_dashfigures.ipynb #b9ee7ae4
+SMALL_WORLD = 32     # up to this many ranks the views draw one row, bar and line per rank
+HEAT_ROWS = 512      # the rank × step heatmap bins ranks into at most this many rows (each row: its ranks' slowest)
 _STATE_COLORS = dict(starting="#6e7781", running="#0969da", done="#1a7f37", stopped="#9a6700", failed="#cf222e")
 
 def rank_table_html(st: DashboardState, layout=None) -> str:
-    "Each rank's state, step and coordinates as an HTML table; stragglers (`state.stragglers`) marked with their slowdown."
+    "Each rank's state, step and coordinates as an HTML table (a summary past `SMALL_WORLD` ranks); stragglers (`state.stragglers`) marked."
+    if len(st.rank_states) > SMALL_WORLD: return _rank_summary_html(st)
     rows, slow = [], {x["rank"]: x for x in getattr(st, "stragglers", []) or []}
     for r, v in sorted(st.rank_states.items(), key=lambda kv: int(kv[0])):
         coords = ""
@@ -101,35 +106,72 @@ def failure_html(f: dict) -> str:
         + '</div>'
     )
 
+def _rank_summary_html(st: DashboardState) -> str:
+    "Many ranks in one line: how many are in each state, the range of their steps, the stragglers named."
+    by, steps = {}, [v["step"] for v in st.rank_states.values() if v.get("step") is not None]
+    for v in st.rank_states.values(): by[v.get("state")] = by.get(v.get("state"), 0) + 1
+    states = " · ".join(f'<span class="snb-state" data-state="{k}" data-count="{n}" style="color:{_STATE_COLORS.get(k, "#333")}">'
+                        f'{n:,} {k}</span>' for k, n in sorted(by.items(), key=lambda kv: -kv[1]))
+    rng = f" · steps {min(steps)}–{max(steps)}" if steps else ""
+    slow = "".join(f'<span class="snb-straggler" style="color:#9a6700"> · 🐢 rank {x["rank"]} slow ×{x["score"]:.1f}</span>'
+                   for x in (getattr(st, "stragglers", []) or [])[:5])
+    return f'<div class="snb-ranks snb-ranks-summary" data-ranks="{len(st.rank_states)}">{len(st.rank_states):,} ranks: {states}{rng}{slow}</div>'
+
+
 # %% ../../nbs/60_ui/65_dashfigures.ipynb #9f02c43f
 def bubble_formula(p: int, m: int, v: int = 1) -> float:
     "The analytic bubble fraction of GPipe/1F1B, (p−1)/(v·m + p − 1): idle over total stage-time."
     return (p - 1) / (v * m + p - 1)
 
 # %% ../../nbs/60_ui/65_dashfigures.ipynb #47de126c
-def live_figure(world: int, experts: int = 0, height: int = 560) -> go.Figure:
-    "The empty live figure for `world` ranks: fixed traces, filled in by `update_live`."
-    fig = make_subplots(rows=2, cols=3, specs=[[{"colspan": 2}, None, {}], [{}, {}, {}]], vertical_spacing=0.18,
-                        subplot_titles=("step breakdown per rank (latest step)", "step time per rank", "loss",
-                                        "tokens/s", "tokens per expert" if experts else "tokens per expert (MoE only)"))
-    ranks = [f"rank {r}" for r in range(world)]
+_QHOVER = ("<br>p10 %{customdata[0]:.4f} · median %{customdata[1]:.4f} · p90 %{customdata[2]:.4f} · slowest %{customdata[3]:.4f} s"
+           "<extra></extra>")
+
+def live_figure(world: int, experts: int = 0, height: int = 820,
+                by: str = "stage") -> go.Figure:   # the group kind of the breakdown when the world is large (`livestats.GROUP_KINDS`)
+    "The empty live figure for `world` ranks: a fixed set of traces — as many at 8,192 ranks as at 64 — filled in by `update_live`."
+    small = world <= SMALL_WORLD
+    head = "step breakdown per rank (latest step)" if small else f"step breakdown per {by}: median of each part (latest complete step)"
+    fig = make_subplots(rows=3, cols=3, specs=[[{"colspan": 2}, None, {}], [{"colspan": 3}, None, None], [{}, {}, {}]],
+                        vertical_spacing=0.1, row_heights=[0.4, 0.3, 0.3],
+                        subplot_titles=(head, "step time: slowest rank, median, p10–p90", "wall time per rank and step (s)",
+                                        "loss", "tokens/s", "tokens per expert" if experts else "tokens per expert (MoE only)"))
+    x0 = [f"rank {r}" for r in range(world)] if small else []
     for p in PARTS:
-        fig.add_bar(name=p, x=ranks, y=[0] * world, marker_color=PART_COLORS[p], row=1, col=1,
-                    hovertemplate="%{x}: %{y:.4f} s " + p + "<extra></extra>")
-    for r in range(world):
-        fig.add_scatter(name=f"rank {r}", x=[], y=[], mode="lines+markers", legendgroup="ranks", showlegend=False,
-                        row=1, col=3, hovertemplate=f"rank {r} step %{{x}}: %{{y:.4f}} s<extra></extra>")
-    fig.add_scatter(name="estimated step", x=[], y=[], mode="lines", showlegend=False, row=1, col=3, line=dict(color="#333", dash="dash"),
-                    hovertemplate="the estimate: %{y:.4f} s a step<extra></extra>")   # the cost model's step beside the ranks' steps
-    fig.add_scatter(name="loss", x=[], y=[], mode="lines+markers", showlegend=False, row=2, col=1, line_color="#333")
-    fig.add_scatter(name="tokens/s", x=[], y=[], mode="lines+markers", showlegend=False, row=2, col=2, line_color="#4c78a8")
-    fig.add_bar(name="experts", x=list(range(experts)), y=[0] * experts, showlegend=False, row=2, col=3, marker_color="#b279a2")
+        fig.add_bar(name=p, x=x0, y=[0] * len(x0), marker_color=PART_COLORS[p], row=1, col=1,
+                    hovertemplate="%{x}: %{y:.4f} s " + p + ("<extra></extra>" if small else _QHOVER))
+    for nm, sym in (("group p90", "line-ew-open"), ("group slowest", "triangle-down")):   # a group's step: p90 and its slowest rank
+        fig.add_scatter(name=nm, x=[], y=[], mode="markers", marker=dict(symbol=sym, size=14, color="#333", line_width=2), row=1, col=1,
+                        hovertemplate="%{x}: " + nm + " step %{y:.4f} s<extra></extra>")
+    _add_step_lines(fig, world if small else 0)
+    fig.add_heatmap(name="rank × step", z=[], x=[], y=[], colorscale="Viridis", row=2, col=1, colorbar=dict(len=0.28, y=0.5, title="s"),
+                    hovertemplate="%{y}, step %{x}: %{z:.4f} s<extra></extra>")
+    fig.add_scatter(name="loss", x=[], y=[], mode="lines+markers", showlegend=False, row=3, col=1, line_color="#333")
+    fig.add_scatter(name="tokens/s", x=[], y=[], mode="lines+markers", showlegend=False, row=3, col=2, line_color="#4c78a8")
+    fig.add_bar(name="experts", x=list(range(experts)), y=[0] * experts, showlegend=False, row=3, col=3, marker_color="#b279a2")
     fig.update_layout(barmode="stack", height=height, width=980, margin=dict(l=50, r=20, t=80, b=40),
                       legend=dict(orientation="h", x=0, xanchor="left", y=1.02, yanchor="bottom", font_size=10, traceorder="normal"))
     fig.update_yaxes(title_text="s", row=1, col=1); fig.update_yaxes(title_text="s", row=1, col=3)
-    fig.update_xaxes(title_text="step", row=1, col=3); fig.update_xaxes(title_text="step", row=2, col=1)
-    fig.update_xaxes(title_text="step", row=2, col=2); fig.update_xaxes(title_text="expert", row=2, col=3)
+    fig.update_yaxes(autorange="reversed", row=2, col=1); fig.update_xaxes(title_text="step", row=2, col=1)
+    for c, t in ((3, "step"), (1, "step"), (2, "step")): fig.update_xaxes(title_text=t, row=1 if c == 3 else 3, col=c)
+    fig.update_xaxes(title_text="expert", row=3, col=3)
     return fig
+
+def _add_step_lines(fig, ranks: int):
+    "The step-time panel: one line per rank (only `ranks` of them: none when the world is large), the spread across ranks, the estimate."
+    for r in range(ranks):
+        fig.add_scatter(name=f"rank {r}", x=[], y=[], mode="lines+markers", legendgroup="ranks", showlegend=False,
+                        row=1, col=3, hovertemplate=f"rank {r} step %{{x}}: %{{y:.4f}} s<extra></extra>")
+    band = dict(mode="lines", showlegend=False, row=1, col=3, line=dict(width=0, color="#9ecae1"))
+    fig.add_scatter(name="p10 rank", x=[], y=[], hovertemplate="p10 of ranks, step %{x}: %{y:.4f} s<extra></extra>", **band)
+    fig.add_scatter(name="p90 rank", x=[], y=[], fill="tonexty", fillcolor="rgba(158,202,225,0.5)",
+                    hovertemplate="p90 of ranks, step %{x}: %{y:.4f} s<extra></extra>", **band)
+    fig.add_scatter(name="median rank", x=[], y=[], mode="lines", showlegend=False, row=1, col=3, line=dict(color="#3182bd"),
+                    hovertemplate="median rank, step %{x}: %{y:.4f} s<extra></extra>")
+    fig.add_scatter(name="slowest rank", x=[], y=[], mode="lines", showlegend=False, row=1, col=3, line=dict(color="#cf222e"),
+                    hovertemplate="slowest rank, step %{x}: %{y:.4f} s<extra></extra>")
+    fig.add_scatter(name="estimated step", x=[], y=[], mode="lines", showlegend=False, row=1, col=3, line=dict(color="#333", dash="dash"),
+                    hovertemplate="the estimate: %{y:.4f} s a step<extra></extra>")   # the cost model's step beside the ranks' steps
 
 # %% ../../nbs/60_ui/65_dashfigures.ipynb #a1318130
 def _trace(fig, name):
@@ -137,20 +179,42 @@ def _trace(fig, name):
         if t.name == name: return t
     raise KeyError(f"no trace {name!r}")
 
+def heat_rows(wall: np.ndarray,           # (steps, world) seconds, NaN where no record
+              rows: int = HEAT_ROWS) -> tuple[np.ndarray, list[str]]:
+    "The rank × step heatmap's z (rows, steps) and row labels: one row per rank, or per block of ranks (the block's slowest)."
+    S, W = wall.shape
+    b = -(-W // rows)
+    if b == 1: return wall.T, [f"rank {r}" for r in range(W)]
+    pad = np.full((S, -(-W // b) * b - W), np.nan)
+    z = np.concatenate([wall, pad], axis=1).reshape(S, -1, b)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning); z = np.nanmax(z, axis=2)   # a block with no record yet stays NaN
+    return z.T, [f"ranks {i * b}–{min(W, (i + 1) * b) - 1}" for i in range(z.shape[1])]
+
+def _spread(wall: np.ndarray, steps: np.ndarray) -> dict[str, tuple]:
+    "Per step with every rank reported: the slowest rank, the median, p10 and p90 of the ranks' walls."
+    ok = ~np.isnan(wall).any(axis=1)
+    w, s = wall[ok], steps[ok]
+    if not len(w): return {k: ([], []) for k in ("slowest rank", "median rank", "p10 rank", "p90 rank")}
+    q = np.quantile(w, (0.1, 0.5, 0.9), axis=1)
+    return {"slowest rank": (s, w.max(axis=1)), "median rank": (s, q[1]), "p10 rank": (s, q[0]), "p90 rank": (s, q[2])}
+
+# %% ../../nbs/60_ui/65_dashfigures.ipynb #42653973
 def update_live(fig, log: RunLog,
                 estimate: dict | None = None,   # the estimate's parts: one more bar, 'estimate'
-                slow=()):                       # straggler ranks: their bars labelled "rank r 🐢"
-    "Fill the live figure's traces from `log` in place (one batch)."
-    world = log.world
-    b = log.breakdown()
-    x = [f"rank {r}" + (" 🐢" if r in slow else "") for r in range(world)] + (["estimate"] if estimate else [])
+                slow=(),                        # straggler ranks: their bars labelled "rank r 🐢" (small worlds)
+                rm: RankMap | None = None,      # where the ranks sit (`livestats.rank_map`); default: one node, one group
+                by: str = "stage", last: int = 60) -> LiveStats:
+    "Fill the live figure's traces from `log` in place (one batch): numpy arrays, no trace per rank past `SMALL_WORLD`; the summary drawn."
+    rm = rm or rank_map(world=log.world)
+    ls = live_stats(log, rm, by=by, last=last)
     ctx = fig.batch_update() if isinstance(fig, go.FigureWidget) else _nullctx()
     with ctx:
-        for p in PARTS:
-            t = _trace(fig, p); t.x = x; t.y = b[p] + ([estimate.get(p, 0.0)] if estimate else [])
-        for r in range(world):
-            ss, ws = log.series("wall_s", r)
-            t = _trace(fig, f"rank {r}"); t.x, t.y = ss, ws
+        if log.world <= SMALL_WORLD: _fill_ranks(fig, log, estimate, slow)
+        else: _fill_groups(fig, ls, estimate)
+        for k, (x, y) in _spread(ls.wall, ls.steps).items(): t = _trace(fig, k); t.x, t.y = x, y
+        z, ylab = heat_rows(ls.wall)
+        t = _trace(fig, "rank × step"); t.z, t.x, t.y = z, ls.steps, ylab
         done = log.complete_steps()
         t = _trace(fig, "estimated step")
         t.x, t.y = ([done[0], done[-1]], [sum(estimate.values())] * 2) if estimate and done else ([], [])
@@ -158,6 +222,28 @@ def update_live(fig, log: RunLog,
         t = _trace(fig, "tokens/s"); t.x, t.y = log.throughput()
         load = log.expert_load()
         t = _trace(fig, "experts"); t.x, t.y = list(range(len(load))), load
+    return ls
+
+def _fill_ranks(fig, log: RunLog, estimate, slow):
+    "A small world: a bar and a line per rank."
+    b = log.breakdown()
+    x = [f"rank {r}" + (" 🐢" if r in slow else "") for r in range(log.world)] + (["estimate"] if estimate else [])
+    for p in PARTS:
+        t = _trace(fig, p); t.x = x; t.y = b[p] + ([estimate.get(p, 0.0)] if estimate else [])
+    for r in range(log.world):
+        ss, ws = log.series("wall_s", r)
+        t = _trace(fig, f"rank {r}"); t.x, t.y = ss, ws
+
+def _fill_groups(fig, ls: LiveStats, estimate):
+    "A large world: per group, the median of each part, the p90 and the slowest rank's step; hover: p10, median, p90, max."
+    x = list(ls.labels) + (["estimate"] if estimate else [])
+    for j, p in enumerate(PARTS):
+        q = ls.quantiles[:, :, j]
+        t = _trace(fig, p)
+        t.x, t.y = x, np.append(q[:, 1], [estimate.get(p, 0.0)] if estimate else [])
+        t.customdata = np.vstack([q, np.full((1, q.shape[1]), np.nan)]) if estimate else q
+    t = _trace(fig, "group p90"); t.x, t.y = ls.labels, ls.step_q[:, 2]
+    t = _trace(fig, "group slowest"); t.x, t.y = ls.labels, ls.step_q[:, 3]
 
 class _nullctx:
     def __enter__(self): return self
@@ -168,6 +254,23 @@ def _est_line(est) -> str:
     d = est.to_dict() if hasattr(est, "to_dict") else dict(est)
     keys = [k for k in ("step_time_s", "tokens_per_s", "mfu") if k in d]
     return ", ".join(f"{k} {d[k]:.4g}" for k in keys)
+
+# %% ../../nbs/60_ui/65_dashfigures.ipynb #966f1a74
+def slowest_html(slow: list[dict]) -> str:
+    "The slowest ranks as a table: rank, where it sits (node, domain, plane, stage), its compute, wall and straggler score."
+    if not slow: return ""
+    e = html.escape
+    def row(s):
+        score = s.get("score")
+        sc = "—" if score is None or score != score else f"×{score:.2f}" + (f" vs its {e(s['axis'])} peers" if s.get("axis") else "")
+        cls = ' class="snb-straggler"' if score == score and score is not None and score >= 1.5 else ""
+        return (f'<tr class="snb-slow" data-rank="{s["rank"]}"{cls}><td>rank {s["rank"]}</td><td>node {s["node"]}'
+                + (f' ({e(s["host"])})' if s.get("host") else "") + f'</td><td>domain {s["domain"]}</td><td>{e(s.get("plane", "—"))}</td>'
+                f'<td>{e(s.get("stage", ""))}</td><td>{s["compute_s"] * 1e3:.1f} ms</td><td>{s["wall_s"] * 1e3:.1f} ms</td><td>{sc}</td></tr>')
+    head = "".join(f"<th>{h}</th>" for h in ("rank", "node", "domain", "plane", "stage", "compute", "step", "straggler score"))
+    return (f'<table class="snb-slowest" style="font-size:12px"><caption style="text-align:left"><b>the {len(slow)} slowest ranks</b> '
+            f'(compute, median of the last steps; score: its compute over its peers\' median)</caption><tr>{head}</tr>'
+            + "".join(row(s) for s in slow) + "</table>")
 
 # %% ../../nbs/60_ui/65_dashfigures.ipynb #033c8efd
 def running_html(log: RunLog,
