@@ -1,5 +1,10 @@
 """The estimate against measured steps of `supernode-nb run` on this machine (the README's "This machine").
 
+Scores only layouts no calibration probe ran: `calibrate` runs one rank of tiny-gpt (its per-step cost) and tiny-gpt at
+tp2 and dp2·tp2 (the ratio of a real step's tp waits to their price), so `runtime.accuracy.probe_free` leaves out every
+tiny-gpt layout at those degrees, whatever its batch, and the JSON lists them (`settings.probed_left_out`);
+`--include-probed` scores them too.
+
 Calibrates this machine into a profile (`runtime.calibrate.calibrate`: matmul rate, per-operator overhead, executor
 costs, the per-operator cost per token carried, share of a core per world size, gloo alpha-beta and hand-off latency per world x group size), then for every
 layout of `runtime.accuracy.LAYOUTS` (>= 12: dense and MoE, pp with m = 1..8, tp, cp, dp, ZeRO-1/2/3, recompute, SP; tiny
@@ -24,7 +29,7 @@ slowest / fastest - 1) after the first rounds gets further interleaved rounds, u
 import argparse, json, math, os, platform, statistics, subprocess, sys, time
 import torch
 from supernode_nb.runtime.calibrate import calibrate
-from supernode_nb.runtime.accuracy import LAYOUTS, kendall_tau, local_check, resolve_layouts, summary
+from supernode_nb.runtime.accuracy import LAYOUTS, kendall_tau, local_check, probe_free, resolve_layouts, summary
 
 
 def _uptime() -> str:
@@ -68,9 +73,13 @@ def main(argv=None):
     ap.add_argument("--recalibrate", action=argparse.BooleanOptionalAction, default=True,
                     help="a fresh calibration before each round of repeats after the first (default: on)")
     ap.add_argument("--layouts", default=None, help=f"comma-separated names from: {', '.join(LAYOUTS)}")
+    ap.add_argument("--include-probed", action="store_true",
+                    help="also score the layouts the calibration itself runs (its one-rank step and tp wait probes)")
     a = ap.parse_args(argv)
     max_repeats = max(a.max_repeats, a.repeats)
     L = resolve_layouts(a.layouts.split(",") if a.layouts else None)
+    L, probed = (L, []) if a.include_probed else probe_free(L)   # the exam holds no layout a calibration probe ran
+    if not L: ap.error(f"every layout asked for is one a calibration probe runs ({', '.join(probed)}): add --include-probed")
     up0, t0 = _uptime(), time.monotonic()
     cal = lambda: calibrate(quick=a.quick, progress=lambda s: print(s, file=sys.stderr, flush=True))
     prof = cal()
@@ -89,6 +98,10 @@ def main(argv=None):
                        "uptime_before": up0, "uptime_after": _uptime(), "commit": _commit(), "calibrate_s": round(t_cal, 1),
                        "sweep_s": round(time.monotonic() - t0, 1)},
            "settings": {"repeats": a.repeats, "max_repeats": max_repeats, "unstable_pct": a.unstable_pct, "runs": df.attrs["runs"], "steps": a.steps, "skip": a.skip, "threads_per_rank": 1, "calibrations": df.attrs["calibrations"],
+                        "scored": "every layout asked for" if a.include_probed else
+                                  "layouts no calibration probe ran (runtime.accuracy.probe_free: not tiny-gpt at the degrees of "
+                                  "calibrate.probed_layouts, whatever the batch)",
+                        "probed_left_out": probed,
                         "measured": "median over interleaved repeats of (median over steps of the slowest rank's wall; rank-mean parts)",
                         "predicted_by": f"costmodel.estimate(profile={df.attrs['profile']}) via runtime.accuracy.predict"
                                         + (", scaled by a speed probe (the calibration's reference forward+backward timed again) before each run" if a.probe else "")

@@ -12,9 +12,9 @@ from ..cost.profile import MachineProfile
 from .probes import measure, settle
 
 # %% auto #0
-__all__ = ['LAYOUTS', 'resolve_layouts', 'collective_counts_worker', 'op_count_worker', 'ddp_op_count_worker', 'runtime_parts',
-           'predict', 'price_run', 'priced_text', 'compare', 'kendall_tau', 'local_check', 'summary', 'check_figure',
-           'scatter_figure', 'local_scaling', 'local_scaling_figure']
+__all__ = ['LAYOUTS', 'PROBE_AXES', 'resolve_layouts', 'probe_free', 'collective_counts_worker', 'op_count_worker',
+           'ddp_op_count_worker', 'runtime_parts', 'predict', 'price_run', 'priced_text', 'compare', 'kendall_tau',
+           'local_check', 'summary', 'check_figure', 'scatter_figure', 'local_scaling', 'local_scaling_figure']
 
 # %% ../../nbs/40_runtime/47_accuracy.ipynb #fbec86ef
 _P = ParallelConfig
@@ -55,6 +55,18 @@ def resolve_layouts(layouts=None) -> dict[str, tuple[ModelSpec, ParallelConfig]]
         if bad: raise KeyError(f"unknown layout(s) {', '.join(map(repr, bad))}; known: {', '.join(LAYOUTS)}")
         items = ((n, LAYOUTS[n]) for n in layouts)
     return {n: (get_model(m) if isinstance(m, str) else m, c) for n, (m, c) in items}
+
+# %% ../../nbs/40_runtime/47_accuracy.ipynb #ea388341
+PROBE_AXES = ("dp", "tp", "pp", "cp", "ep")
+
+def probe_free(layouts: dict, probe_model: str = "tiny-gpt") -> tuple[dict, list[str]]:
+    "(`layouts` no calibration probe ran, the names of those one did): same model as the calibration's and a probe's degrees."
+    from supernode_nb.runtime.calibrate import probed_layouts
+    shape = lambda c: tuple(getattr(c, a) for a in PROBE_AXES)
+    probed = {shape(ParallelConfig(**p)) for p in probed_layouts()}
+    hit = [n for n, (m, c) in layouts.items() if m.name == probe_model and shape(c) in probed]
+    return {n: v for n, v in layouts.items() if n not in hit}, hit
+
 
 # %% ../../nbs/40_runtime/47_accuracy.ipynb #2d41e1ad
 def collective_counts_worker(rank: int, world_size: int, model: dict, cfg: dict) -> dict | None:

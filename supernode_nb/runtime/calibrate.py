@@ -28,7 +28,7 @@ from supernode_nb.runtime.probes import (
 
 # %% auto #0
 __all__ = ['TOKEN_BATCH', 'WAIT_PROBES', 'count_ops', 'op_counts', 'matmul_tflops', 'copy_GBps', 'model_shapes', 'probe_s',
-           'ep_imbalance', 'calibration_worker', 'calibrate', 'speed_probe', 'cli_calibrate']
+           'ep_imbalance', 'calibration_worker', 'probed_layouts', 'calibrate', 'speed_probe', 'cli_calibrate']
 
 # %% ../../nbs/40_runtime/45_calibrate.ipynb #3168058c
 class _OpCounter(TorchDispatchMode):
@@ -253,6 +253,10 @@ def _supervised_step_s(m: ModelSpec, proc: dict, mem: float, gbs: int = 4, runs:
 
 # %% ../../nbs/40_runtime/45_calibrate.ipynb #beac6e9e
 WAIT_PROBES = {2: dict(tp=2, global_batch_size=2), 4: dict(dp=2, tp=2, global_batch_size=4)}   # world -> the layout timed
+
+def probed_layouts() -> list[dict]:
+    "The layouts a calibration runs as whole training steps (`_supervised_step_s`'s one rank, `WAIT_PROBES`), as config keywords."
+    return [dict(global_batch_size=4), *WAIT_PROBES.values()]
 
 def _supervised_waits(m: ModelSpec, prof: MachineProfile, worlds, runs: int = 2, steps: int = 12, skip: int = 2) -> dict:
     ("{'waits': {str(world): measured / priced tp waits}, 'detail'}: small tp layouts run supervised (`WAIT_PROBES`), the "
