@@ -6,7 +6,7 @@ Docs: https://supernode-nb.github.io/supernode_nb/60_ui/figures.html.md"""
 
 # %% ../../nbs/60_ui/60_figures.ipynb #a466118a
 from __future__ import annotations
-import math
+import contextlib, math
 import numpy as np
 import plotly.graph_objects as go
 from plotly.colors import qualitative
@@ -18,8 +18,9 @@ from .dashstate import PARTS, breakdown_parts
 
 # %% auto #0
 __all__ = ['PALETTE', 'FREE', 'BAD', 'AXIS_STYLE', 'PART_COLORS', 'MEM_COLORS', 'device_xy', 'topology_figure', 'rank_hover',
-           'group_colors', 'placement_figure', 'rank_explorer_figure', 'traffic_figure', 'layout_grid_figure',
-           'estimate_parts', 'beside_figure', 'estimate_figure', 'choose_figure', 'records_figure']
+           'group_colors', 'placement_figure', 'rank_explorer_figure', 'traffic_figure', 'node_xy', 'supernode_figure',
+           'update_supernode', 'layout_grid_figure', 'estimate_parts', 'beside_figure', 'estimate_figure',
+           'choose_figure', 'records_figure']
 
 # %% ../../nbs/60_ui/60_figures.ipynb #5dc96101
 PALETTE = qualitative.Dark24 + qualitative.Light24    # 48 distinct colours, cycled over groups
@@ -194,6 +195,40 @@ def traffic_figure(placement: Placement) -> go.Figure:
     fig.update_layout(barmode="stack", title=f"Traffic of {placement.layout!r} on {placement.topology.name} ({placement.strategy})",
                       yaxis=dict(tickformat=".0%", range=[0, 1]), height=380)
     return fig
+
+# %% ../../nbs/60_ui/60_figures.ipynb #86099943
+def node_xy(topo: Topology) -> tuple[np.ndarray, np.ndarray]:
+    "Each node's place in `device_xy`'s picture: the mean of its devices' x and y."
+    x, y, _ = device_xy(topo)
+    n, N = topo.node_of, topo.num_nodes
+    c = np.maximum(np.bincount(n, minlength=N), 1)
+    return np.bincount(n, x, N) / c, np.bincount(n, y, N) / c
+
+def supernode_figure(topo: Topology, planes: list[str], metric: str = "median step (s)") -> go.Figure:
+    "The machine at node level — one marker per node, coloured by a metric (`update_supernode`) — beside each plane's comm time."
+    x, y = node_xy(topo)
+    N = topo.num_nodes
+    fig = make_subplots(rows=1, cols=2, column_widths=[0.7, 0.3], horizontal_spacing=0.1,
+                        subplot_titles=(f"{topo.name}: {N:,} nodes, coloured by {metric} (click a node: its ranks)",
+                                        "comm time per plane (s, summed over ranks)"))
+    text = [f"node {n} ({topo.host(n)}), domain {d}" for n, d in zip(range(N), (np.arange(N) // topo.nodes_per_domain).tolist())]
+    fig.add_scatter(name="nodes", x=x, y=y, mode="markers", row=1, col=1, customdata=np.arange(N), text=text, showlegend=False,
+                    marker=dict(size=max(4, min(16, 500 / math.sqrt(N))), color=np.full(N, np.nan), colorscale="Viridis",
+                                showscale=True, colorbar=dict(x=0.63, len=0.9, title="s"), line=dict(width=0.5, color="#555")),
+                    hovertemplate="%{text}<br>" + metric + ": %{marker.color:.4f}<extra></extra>")
+    fig.add_bar(name="planes", x=planes, y=[0.0] * len(planes), row=1, col=2, showlegend=False, marker_color=PALETTE[3],
+                hovertemplate="%{x} plane: %{y:.4f} s<extra></extra>")
+    fig.update_xaxes(visible=False, row=1, col=1); fig.update_yaxes(visible=False, scaleanchor="x", row=1, col=1)
+    fig.update_layout(height=360, width=980, plot_bgcolor="white", margin=dict(l=10, r=10, t=50, b=30))
+    return fig
+
+def update_supernode(fig, node_values: np.ndarray,   # one value per node of the topology (NaN: no rank there)
+                     planes: dict[str, float]):       # plane -> seconds
+    "Recolour the nodes and redraw the planes' bars in place."
+    ctx = fig.batch_update() if isinstance(fig, go.FigureWidget) else contextlib.nullcontext()
+    with ctx:
+        fig.data[0].marker.color = np.asarray(node_values, float)
+        fig.data[1].x, fig.data[1].y = list(planes), list(planes.values())
 
 # %% ../../nbs/60_ui/60_figures.ipynb #bc028747
 def layout_grid_figure(layout: RankLayout, color_by: str = "pp") -> go.Figure:
