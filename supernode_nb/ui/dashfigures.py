@@ -13,11 +13,12 @@ from plotly.subplots import make_subplots
 from ..foundation.config import MODEL_PRESETS, num_params
 from .dashstate import PARTS, DashboardState, RunLog
 from .figures import PART_COLORS
-from .livestats import LiveStats, RankMap, live_stats, rank_map
+from .livestats import LiveStats, RankMap, live_stats, plane_seconds, rank_map
 
 # %% auto #0
-__all__ = ['SMALL_WORLD', 'HEAT_ROWS', 'errors_html', 'summary_html', 'plan_html', 'rank_table_html', 'failure_html',
-           'bubble_formula', 'live_figure', 'heat_rows', 'update_live', 'slowest_html', 'running_html']
+__all__ = ['SMALL_WORLD', 'HEAT_ROWS', 'DRILL_MAX', 'errors_html', 'summary_html', 'plan_html', 'rank_table_html', 'failure_html',
+           'bubble_formula', 'live_figure', 'heat_rows', 'update_live', 'slowest_html', 'drill_figure', 'group_ranks',
+           'update_drill', 'running_html']
 
 # %% ../../nbs/60_ui/65_dashfigures.ipynb #f438f139
 def errors_html(errors: list[str]) -> str:
@@ -271,6 +272,38 @@ def slowest_html(slow: list[dict]) -> str:
     return (f'<table class="snb-slowest" style="font-size:12px"><caption style="text-align:left"><b>the {len(slow)} slowest ranks</b> '
             f'(compute, median of the last steps; score: its compute over its peers\' median)</caption><tr>{head}</tr>'
             + "".join(row(s) for s in slow) + "</table>")
+
+# %% ../../nbs/60_ui/65_dashfigures.ipynb #78d536a5
+DRILL_MAX = 64      # a group drilled into shows at most this many of its ranks (its slowest)
+
+def drill_figure() -> go.Figure:
+    "The ranks of one group, one stacked bar each (filled by `update_drill`); a click on a bar names the rank."
+    fig = go.Figure()
+    for p in PARTS:
+        fig.add_bar(name=p, x=[], y=[], marker_color=PART_COLORS[p], showlegend=False, hovertemplate="%{x}: %{y:.4f} s " + p + "<extra></extra>")
+    fig.add_scatter(name="wall", x=[], y=[], mode="markers", showlegend=False, hovertemplate="%{x}: step %{y:.4f} s<extra></extra>",
+                    marker=dict(symbol="line-ew-open", size=16, color="#333", line_width=2))
+    fig.update_layout(barmode="stack", height=300, width=980, margin=dict(l=50, r=20, t=40, b=60), yaxis_title="s", title="pick a group")
+    return fig
+
+def group_ranks(ls: LiveStats, rm: RankMap, kind: str, label: str) -> np.ndarray:
+    "The ranks of the group `label` of `kind` ('plane': the ranks whose comm is busiest on that plane)."
+    if kind == "plane": return np.flatnonzero(np.asarray(rm.planes)[plane_seconds(ls.parts, rm).argmax(axis=1)] == label)
+    g, labels = rm.of(kind)
+    return np.flatnonzero(g == labels.index(label)) if label in labels else np.zeros(0, np.int64)
+
+def update_drill(fig, ls: LiveStats, rm: RankMap, kind: str, label: str) -> np.ndarray:
+    "Show the ranks of group `label` of `kind` (its `DRILL_MAX` slowest when larger), in place; return the ranks shown."
+    ranks = group_ranks(ls, rm, kind, label); n = len(ranks)
+    wall = np.nan_to_num(ls.wall[-1, ranks]) if len(ls.wall) else np.zeros(n)
+    if n > DRILL_MAX: keep = np.sort(np.argsort(-wall, kind="stable")[:DRILL_MAX]); ranks, wall = ranks[keep], wall[keep]
+    x = [f"rank {r}" for r in ranks.tolist()]
+    ctx = fig.batch_update() if isinstance(fig, go.FigureWidget) else _nullctx()
+    with ctx:
+        for j, p in enumerate(PARTS): t = _trace(fig, p); t.x, t.y = x, ls.parts[ranks, j]
+        t = _trace(fig, "wall"); t.x, t.y = x, wall
+        fig.layout.title.text = f"{label}: {len(ranks)} of its {n} ranks" + (" (the slowest)" if n > len(ranks) else "") + " — click a rank"
+    return ranks
 
 # %% ../../nbs/60_ui/65_dashfigures.ipynb #033c8efd
 def running_html(log: RunLog,
