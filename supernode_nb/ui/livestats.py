@@ -10,11 +10,12 @@ from dataclasses import dataclass, field
 import numpy as np
 from ..foundation.layout import RankLayout
 from ..foundation.placement import REPORT_AXES, TRAFFIC_MODEL, Placement, _group_array, _pairs
+from ..runtime.faults import _CMP_AXES, _one_axis_apart
 from .dashstate import PARTS, RunLog
 
 # %% auto #0
-__all__ = ['GROUP_KINDS', 'QS', 'RankMap', 'rank_map', 'group_quantiles', 'loo_median', 'straggler_scores', 'plane_seconds',
-           'slowest', 'LiveStats', 'live_stats']
+__all__ = ['GROUP_KINDS', 'QS', 'RankMap', 'rank_map', 'group_quantiles', 'loo_median', 'straggler_scores', 'peer_groups',
+           'named_stragglers', 'plane_seconds', 'slowest', 'LiveStats', 'live_stats']
 
 # %% ../../nbs/60_ui/61a_livestats.ipynb #0cfcf769
 GROUP_KINDS = ("stage", "tp", "ep", "dp", "cp", "node", "plane")   # what the live view groups ranks by
@@ -139,6 +140,34 @@ def straggler_scores(values: np.ndarray,          # (steps, world): each rank's 
         better = ~(score <= best)                                    # larger, or the first axis that scores
         best, axis_of = np.where(better, score, best), np.where(better, k, axis_of)
     return best, [axes[i] if i >= 0 else "" for i in axis_of.tolist()]
+
+# %% ../../nbs/60_ui/61a_livestats.ipynb #f40420f3
+def peer_groups(coords: list[dict]) -> dict[str, np.ndarray]:
+    "axis -> (groups, size) ranks with equal coordinates on every other axis — `runtime.faults`' peers — from each rank's coords."
+    keys = [k for k in _CMP_AXES + ("pp",) if all(k in c for c in coords)] if coords and all(coords) else []
+    if not keys: return {"world": np.arange(len(coords))[None]}
+    C = np.array([[c[k] for k in keys] for c in coords], np.int64)
+    out = {}
+    for a in _CMP_AXES:
+        if a not in keys: continue
+        _, g = np.unique(np.delete(C, keys.index(a), axis=1), axis=0, return_inverse=True)
+        order = np.argsort(g.ravel(), kind="stable"); sizes = np.bincount(g.ravel())
+        if sizes.min() == sizes.max() >= 2: out[a] = order.reshape(len(sizes), -1)
+    return out
+
+def named_stragglers(log: RunLog, threshold: float = 1.5, window: int = 5) -> list[dict]:
+    "`runtime.faults.stragglers` on the log's arrays: ranks whose compute is `threshold` × their peers' or more, a group's slowest only."
+    A = log.arrays
+    rows = A.complete_rows(window)
+    if not len(rows): return []
+    last = log.steps[int(A.steps[rows[-1]])]
+    coords = [{k: v for k, v in (last[r].get("coords") or {}).items() if k in _CMP_AXES + ("pp",)} for r in range(log.world)]
+    members = peer_groups(coords)
+    score, axis = straggler_scores(A.parts[rows, :, PARTS.index("compute")].astype(float), members)
+    named = [dict(rank=int(r), score=round(float(score[r]), 3), axis=axis[r], steps=len(rows)) for r in np.argsort(-np.nan_to_num(score, nan=-1))
+             if score[r] >= threshold]
+    cd = dict(enumerate(coords))
+    return [d for i, d in enumerate(named) if not any(_one_axis_apart(cd, d["rank"], e["rank"]) for e in named[:i])]
 
 # %% ../../nbs/60_ui/61a_livestats.ipynb #65691fb9
 def plane_seconds(parts: np.ndarray, rm: RankMap) -> np.ndarray:
