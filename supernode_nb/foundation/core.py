@@ -6,11 +6,12 @@ Docs: https://supernode-nb.github.io/supernode_nb/00_foundation/core.html.md"""
 
 # %% ../../nbs/00_foundation/00_core.ipynb #326e852f
 from __future__ import annotations
-import argparse, json, math, socket, sys
+import argparse, functools, json, math, socket, sys, warnings
 from typing import Any
 
 # %% auto #0
-__all__ = ['AXES', 'DEFAULT_ORDER', 'LOOPBACK', 'free_port', 'UsageError', 'Parser', 'emit']
+__all__ = ['AXES', 'DEFAULT_ORDER', 'LOOPBACK', 'free_port', 'UsageError', 'Parser', 'emit', 'parser_of', 'undocumented',
+           'command_summary', 'renamed', 'add_renamed']
 
 # %% ../../nbs/00_foundation/00_core.ipynb #7ba840f8
 AXES = ("tp", "cp", "ep", "dp", "pp")   # mesh axes, innermost first
@@ -33,6 +34,10 @@ class Parser(argparse.ArgumentParser):
     "An `ArgumentParser` whose errors are one line: `supernode-nb CMD: error: ...`, exit status 2."
     def error(self, message):
         raise UsageError(f"{self.prog}: error: {message}")
+    def add_argument(self, *names, **kw):
+        "As argparse's; `--json`, which every command takes, says what it does unless told otherwise."
+        if "--json" in names and not kw.get("help"): kw["help"] = "print the result as JSON (plain data) instead of text"
+        return super().add_argument(*names, **kw)
 
 def emit(obj: Any,                # what to print: plain data, or anything with `to_dict()`
          as_json: bool,           # the `--json` flag: indented JSON instead of text
@@ -55,3 +60,67 @@ def _jsonable(o):
     if hasattr(o, "item"): return o.item()
     if isinstance(o, (set, frozenset, tuple)): return list(o)
     raise TypeError(f"not JSON-serialisable: {type(o).__name__}")
+
+# %% ../../nbs/00_foundation/00_core.ipynb #b901dae0
+class _Built(Exception):
+    "Raised in place of parsing: carries the parser a command built."
+    def __init__(self, parser): super().__init__("parser built"); self.parser = parser
+
+def parser_of(cli) -> argparse.ArgumentParser:
+    "The parser a `cli_*(argv)` command builds, caught as it starts to parse: nothing of the command runs."
+    real = argparse.ArgumentParser.parse_known_args
+    def catch(self, *a, **k): raise _Built(self)
+    argparse.ArgumentParser.parse_known_args = catch
+    try: cli([])
+    except _Built as b: return b.parser
+    finally: argparse.ArgumentParser.parse_known_args = real
+    raise ValueError(f"{getattr(cli, '__name__', cli)} returned without parsing its arguments")
+
+def undocumented(p: argparse.ArgumentParser) -> list[str]:
+    "Every option of `p` and of its subcommands without help text, as `prog --flag` (hidden ones, help=SUPPRESS, pass)."
+    out = []
+    for a in p._actions:
+        if isinstance(a, argparse._SubParsersAction):
+            for sub in dict.fromkeys(a.choices.values()): out += undocumented(sub)     # aliases share a parser
+        elif a.option_strings and not isinstance(a, argparse._HelpAction) and not a.help:
+            out.append(f"{p.prog} {max(a.option_strings, key=len)}")
+    return out
+
+def command_summary(cli) -> str:
+    "A command's one-line description: its docstring's first sentence, without the `supernode-nb NAME:` prefix."
+    doc = (cli.__doc__ or "").strip().splitlines()[0] if cli.__doc__ else ""
+    return doc.split(": ", 1)[1] if doc.startswith("supernode-nb") and ": " in doc else doc
+
+# %% ../../nbs/00_foundation/00_core.ipynb #df5d32de
+def renamed(**old_to_new: str):
+    "Decorator: each keyword argument `old=` still works as `new=`, with a `DeprecationWarning` naming the new one."
+    def deco(f):
+        @functools.wraps(f)
+        def g(*args, **kw):
+            for old, new in old_to_new.items():
+                if old not in kw: continue
+                if new in kw: raise TypeError(f"{f.__name__}() got {old}= and {new}=: {old} is the deprecated name of {new}")
+                warnings.warn(f"{f.__name__}({old}=...) is deprecated; use {new}=", DeprecationWarning, stacklevel=2)
+                kw[new] = kw.pop(old)
+            return f(*args, **kw)
+        return g
+    return deco
+
+class _Renamed(argparse.Action):
+    "An old spelling of an option: parses into the new one's destination, and warns."
+    def __init__(self, option_strings, dest, new: str = "", **kw):
+        self.new = new
+        super().__init__(option_strings, dest, **kw)
+    def __call__(self, parser, ns, values, option_string=None):
+        msg = f"{parser.prog}: {option_string} is deprecated; use {self.new}"
+        warnings.warn(msg, DeprecationWarning, stacklevel=2)
+        print(f"warning: {msg}", file=sys.stderr)
+        setattr(ns, self.dest, values)
+
+def add_renamed(p: argparse.ArgumentParser, new: str, *old: str, **kw) -> argparse.Action:
+    "Add the option `new`; each `old` spelling still parses into it, hidden from --help, with a deprecation warning."
+    act = p.add_argument(new, **kw)
+    for o in old:
+        p.add_argument(o, dest=act.dest, action=_Renamed, new=new, type=kw.get("type"), choices=kw.get("choices"),
+                       default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+    return act
