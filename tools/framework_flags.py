@@ -67,7 +67,8 @@ def _ast_rows(src: str) -> list[tuple]:
         if "nargs" in kw: tn += "*" + (str(kw["nargs"].value) if isinstance(kw["nargs"], ast.Constant) else "?")
         dest = kw["dest"].value if isinstance(kw.get("dest"), ast.Constant) else (names[0][2:].replace("-", "_") if names else "")
         ch = kw.get("choices")
-        ch = _choices([e.value for e in ch.elts]) if isinstance(ch, (ast.List, ast.Tuple)) and all(isinstance(e, ast.Constant) for e in ch.elts) else "-"
+        literal = isinstance(ch, (ast.List, ast.Tuple)) and all(isinstance(e, ast.Constant) for e in ch.elts)
+        ch = _choices([e.value for e in ch.elts]) if literal else "-"
         d = kw.get("default")
         d = _default(d.value) if isinstance(d, ast.Constant) else ("None" if d is None and action == "store" else "?")
         rows += [(s, action, tn, dest, ch, d) for s in names]
@@ -88,7 +89,8 @@ def write(name: str, header: list[str], rows: list[tuple]):
         if r[0] in seen: continue
         seen.add(r[0]); lines.append("\t".join(map(str, r)))
     OUT.mkdir(parents=True, exist_ok=True)
-    (OUT / name).write_text("".join(f"# {h}\n" for h in header) + "# flag\taction\ttype\tdest\tchoices\tdefault[\tsource]\n" + "\n".join(lines) + "\n")
+    head = "".join(f"# {h}\n" for h in header) + "# flag\taction\ttype\tdest\tchoices\tdefault[\tsource]\n"
+    (OUT / name).write_text(head + "\n".join(lines) + "\n")
     print(f"{name}: {len(lines)} flags")
 
 def main(mlm, msllm, ms):
@@ -109,7 +111,8 @@ def main(mlm, msllm, ms):
                                 "mindspeed_llm/training, mindspeed_llm/features_manager",
                                 f"repository: Ascend/MindSpeed commit: {ms_c} (master) paths: {len(f3)} files: mindspeed/arguments.py, "
                                 "mindspeed/features_manager/**",
-                                "read by: tools/framework_flags.py (ast: every add_argument('--flag', ...) call); a flag defined twice keeps "
+                                "read by: tools/framework_flags.py (ast: every add_argument('--flag', ...) call); "
+                                "a flag defined twice keeps "
                                 "its first source in the order megatron, mindspeed, mindspeed_llm"], rows)
 
 if __name__ == "__main__": main(*sys.argv[1:4])
