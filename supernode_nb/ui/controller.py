@@ -10,11 +10,12 @@ import queue, threading, time, traceback
 from typing import Callable
 from fastcore.basics import patch
 from ..foundation.config import ConfigError
-from ..runtime.faults import FaultReport, FaultSpec, RankState, RunFailed, RunHandle, stragglers
+from ..runtime.faults import FaultReport, FaultSpec, RankState, RunFailed, RunHandle
 from ..runtime.spec import make_spec
 from ..runtime.supervise import HostLoad, LocalLauncher
 from ..runtime import runner
 from .dashstate import DashboardState, RunLog, classify_failure, synthetic_records
+from .livestats import named_stragglers
 from ..comm.flight import lines, flight_table
 
 # %% auto #0
@@ -170,13 +171,13 @@ def _pump(self: RunController, steps: int):
             else: end = (kind, x)
         if items and end is None:
             done = log.complete_steps()
-            slow = stragglers([list(log.steps[s].values()) for s in done])
+            slow = named_stragglers(log)
             extra = {} if self._stop.is_set() else dict(status="running")
             self._post(
                 rank_states={k: dict(v) for k, v in states.items()},
                 progress=min(len(done) / max(steps, 1), 1.0),
                 stragglers=slow,
-                message=f"step {len(done)}/{steps}" + "".join(f"; rank {s['rank']} slow ×{s['score']:.1f}" for s in slow),
+                message=f"step {len(done)}/{steps}" + "".join(f"; rank {s['rank']} slow ×{s['score']:.1f}" for s in slow[:5]),
                 **extra,
             )
         time.sleep(self.interval if end is None and items else 0)
@@ -215,18 +216,30 @@ def _finish(self: RunController, kind, x, states):
 # %% ../../nbs/60_ui/64_controller.ipynb #6b53fc21
 class ReplayRun(RunHandle):
     "A run handle that plays synthetic step records (`dashstate.synthetic_records`) — for tests and docs, never for results."
-    def __init__(self, world: int, steps: int, delay: float = 0.0, fail: str | None = None, endless: bool = False):
+    def __init__(self, world: int, steps: int, delay: float = 0.0, fail: str | None = None, endless: bool = False,
+                 per_poll: int = 1,                    # records a poll returns (`world`: a step at a time)
+                 slow: dict[int, float] | None = None):  # rank -> factor on its compute: planted stragglers
         self._init_handle(world)
-        self.recs, self.delay, self.fail, self.endless, self.stopped = synthetic_records(world, steps), delay, fail, endless, False
+        self.recs, self.delay, self.fail, self.endless, self.stopped = synthetic_records(world, steps, slow=slow), delay, fail, endless, False
+        self.per_poll = per_poll
     def poll(self) -> list[dict]:
         time.sleep(self.delay)
         if self.endless and not self.stopped:
             self.recs.append(dict(step=len(self.records) // self.world, rank=len(self.records) % self.world, wall_s=.01, loss=1.0))
         if self.fail and self.records and self.report is None:     # rank 1 raises, with `fail` as its traceback
             self.failure_seen_at = time.monotonic()
-            self.report = FaultReport("failed", [1], {r: RankState(r, "stopped") for r in range(self.world)} |
-                                      {1: RankState(1, "failed", self.fail.strip().splitlines()[-1], traceback=self.fail)}, 0, 0, 0, [])
-        return self._got([self.recs.pop(0)] if self.recs and self.report is None else [])
+            self.report = FaultReport(
+                "failed",
+                [1],
+                ranks={r: RankState(r, "stopped") for r in range(self.world)}
+                | {1: RankState(1, "failed", detail=self.fail.strip().splitlines()[-1], traceback=self.fail)},
+                started=0,
+                detected=0,
+                stop_s=0,
+                left=[],
+            )
+        n = min(self.per_poll, len(self.recs)) if self.report is None else 0
+        return self._got([self.recs.pop(0) for _ in range(n)])
     def status(self) -> dict[int, str]: return {r: "running" if self.recs or self.endless else "done" for r in range(self.world)}
     def wait(self, timeout=None) -> list:
         if self.report: raise RunFailed(self.report)
@@ -236,5 +249,5 @@ class ReplayRun(RunHandle):
 class ReplayLauncher:
     "A launcher whose runs replay synthetic records (`ReplayRun`): the controller and the panels tested without ranks."
     name = "replay"
-    def __init__(self, **kw): self.kw = kw          # ReplayRun's delay, fail, endless
+    def __init__(self, **kw): self.kw = kw          # ReplayRun's delay, fail, endless, per_poll, slow
     def start(self, fn, world: int, spec, layout=None) -> ReplayRun: return ReplayRun(world, spec.steps, **self.kw)
