@@ -6,7 +6,8 @@ tiny-gpt layout at those degrees, whatever its batch, and the JSON lists them (`
 `--include-probed` scores them too.
 
 Calibrates this machine into a profile (`runtime.calibrate.calibrate`: matmul rate, per-operator overhead, executor
-costs, the per-operator cost per token carried, share of a core per world size, gloo alpha-beta and hand-off latency per world x group size), then for every
+costs, the per-operator cost per token carried, share of a core per world size, gloo alpha-beta and hand-off latency per
+world x group size), then for every
 layout of `runtime.accuracy.LAYOUTS` (>= 12: dense and MoE, pp with m = 1..8, tp, cp, dp, ZeRO-1/2/3, recompute, SP; tiny
 models, <= 8 ranks) predicts the step breakdown with `costmodel.estimate(profile=...)` and measures it: medians over steps, then the
 median over `--repeats` interleaved repeats. Prints one JSON document: per layout predicted / measured step and
@@ -24,7 +25,8 @@ run saved under `benchmarks/results/` can price any later model on the same meas
 With `--max-repeats N` (default 5), a layout whose runs still differ by more than `--unstable-pct` (default 50 %:
 slowest / fastest - 1) after the first rounds gets further interleaved rounds, up to N runs.
 
-    python benchmarks/calibrate.py [--repeats 3] [--max-repeats 5] [--steps 8] [--skip 2] [--layouts "1 rank,dp2"] [--quick] [--no-recalibrate]
+    python benchmarks/calibrate.py [--repeats 3] [--max-repeats 5] [--steps 8] [--skip 2] [--layouts "dp2,cp2"] [--quick]
+                                   [--no-recalibrate] [--include-probed]
 """
 import argparse, json, math, os, platform, statistics, subprocess, sys, time
 import torch
@@ -39,7 +41,9 @@ def _uptime() -> str:
 
 def _commit():
     "The tree's commit (with '+' when it has uncommitted changes), so a stored run says which model priced it."
-    git = lambda *a: subprocess.run(["git", *a], capture_output=True, text=True, timeout=10, cwd=os.path.dirname(os.path.abspath(__file__))).stdout.strip()
+    git = lambda *a: subprocess.run(
+        ["git", *a], capture_output=True, text=True, timeout=10, cwd=os.path.dirname(os.path.abspath(__file__))
+    ).stdout.strip()
     try: return (git("rev-parse", "--short", "HEAD") + ("+" if git("status", "--porcelain", "--untracked-files=no") else "")) or None
     except Exception: return None
 
@@ -94,25 +98,55 @@ def main(argv=None):
     per_part = {k: {"median_abs_error_pct": _r(g.error_pct.abs().median(), 1), "n": len(g),
                     "median_signed_error_pct": _r(g.error_pct.median(), 1)} for k, g in parts.groupby("kind")}
     st = df[df.part == "step"]
-    out = {"machine": {"cpus": os.cpu_count(), "cores": prof.devices, "torch": torch.__version__, "python": platform.python_version(),
-                       "uptime_before": up0, "uptime_after": _uptime(), "commit": _commit(), "calibrate_s": round(t_cal, 1),
-                       "sweep_s": round(time.monotonic() - t0, 1)},
-           "settings": {"repeats": a.repeats, "max_repeats": max_repeats, "unstable_pct": a.unstable_pct, "runs": df.attrs["runs"], "steps": a.steps, "skip": a.skip, "threads_per_rank": 1, "calibrations": df.attrs["calibrations"],
-                        "scored": "every layout asked for" if a.include_probed else
-                                  "layouts no calibration probe ran (runtime.accuracy.probe_free: not tiny-gpt at the degrees of "
-                                  "calibrate.probed_layouts, whatever the batch)",
-                        "probed_left_out": probed,
-                        "measured": "median over interleaved repeats of (median over steps of the slowest rank's wall; rank-mean parts)",
-                        "predicted_by": f"costmodel.estimate(profile={df.attrs['profile']}) via runtime.accuracy.predict"
-                                        + (", scaled by a speed probe (the calibration's reference forward+backward timed again) before each run" if a.probe else "")
-                                        + (", each round after the first by a calibration made just before it; a layout's prediction the median of its runs'" if a.recalibrate else "")},
-           "profile": {k: v for k, v in prof.to_dict().items() if k not in ("detail", "links")} | {"links": prof.links},
-           "summary": {"layouts": len(s), "step_abs_error_pct": {"median": _r(ae.median(), 1), "max": _r(ae.max(), 1)},
-                       "within_10pct": int((ae <= 10).sum()), "within_25pct": int((ae <= 25).sum()),
-                       "kendall_tau": _r(kendall_tau(list(st.predicted_s), list(st.measured_s)), 3),
-                       "best_pick": _best(df, "predicted_s"), "per_part": per_part,
-                       "load_avg_median": _r(st.load_avg.median(), 2),
-                       "failed_runs": df.attrs["failed"], "unmeasured": df.attrs["unmeasured"]}}
+    out = {
+        "machine": {
+            "cpus": os.cpu_count(),
+            "cores": prof.devices,
+            "torch": torch.__version__,
+            "python": platform.python_version(),
+            "uptime_before": up0,
+            "uptime_after": _uptime(),
+            "commit": _commit(),
+            "calibrate_s": round(t_cal, 1),
+            "sweep_s": round(time.monotonic() - t0, 1),
+        },
+        "settings": {
+            "repeats": a.repeats,
+            "max_repeats": max_repeats,
+            "unstable_pct": a.unstable_pct,
+            "runs": df.attrs["runs"],
+            "steps": a.steps,
+            "skip": a.skip,
+            "threads_per_rank": 1,
+            "calibrations": df.attrs["calibrations"],
+            "scored": "every layout asked for"
+            if a.include_probed
+            else "layouts no calibration probe ran (runtime.accuracy.probe_free: not tiny-gpt at the degrees of "
+            "calibrate.probed_layouts, whatever the batch)",
+            "probed_left_out": probed,
+            "measured": "median over interleaved repeats of (median over steps of the slowest rank's wall; rank-mean parts)",
+            "predicted_by": f"costmodel.estimate(profile={df.attrs['profile']}) via runtime.accuracy.predict"
+            + (", scaled by a speed probe (the calibration's reference forward+backward timed again) before each run" if a.probe else "")
+            + (
+                ", each round after the first by a calibration made just before it; a layout's prediction the median of its runs'"
+                if a.recalibrate
+                else ""
+            ),
+        },
+        "profile": {k: v for k, v in prof.to_dict().items() if k not in ("detail", "links")} | {"links": prof.links},
+        "summary": {
+            "layouts": len(s),
+            "step_abs_error_pct": {"median": _r(ae.median(), 1), "max": _r(ae.max(), 1)},
+            "within_10pct": int((ae <= 10).sum()),
+            "within_25pct": int((ae <= 25).sum()),
+            "kendall_tau": _r(kendall_tau(list(st.predicted_s), list(st.measured_s)), 3),
+            "best_pick": _best(df, "predicted_s"),
+            "per_part": per_part,
+            "load_avg_median": _r(st.load_avg.median(), 2),
+            "failed_runs": df.attrs["failed"],
+            "unmeasured": df.attrs["unmeasured"],
+        },
+    }
     pe = s.profile_only_error_pct.abs()
     out["summary"]["profile_only"] = {"step_abs_error_pct": {"median": _r(pe.median(), 1), "max": _r(pe.max(), 1)},
                                       "kendall_tau": _r(kendall_tau(list(st.profile_only_s), list(st.measured_s)), 3),
@@ -127,12 +161,24 @@ def main(argv=None):
     out["layouts"] = {}
     for name, g in df.groupby("layout", sort=False):
         r0 = g[g.part == "step"].iloc[0]
-        out["layouts"][name] = {"model": r0.model, "world": int(r0.world), "load_avg": _r(r0.load_avg, 2), "runs": int(r0.repeats), "step_spread_pct": _r(r0.step_spread_pct, 1),
-                                "slowdown": _r(r0.slowdown, 2),
-                                "parts": {r.part: {"predicted_ms": _r(r.predicted_s * 1e3), "measured_ms": _r(r.measured_s * 1e3),
-                                                   "error_pct": _r(r.error_pct, 1), "profile_only_ms": _r(r.profile_only_s * 1e3),
-                                                   "unprobed_ms": _r(r.unprobed_s * 1e3)}
-                                          for r in g.itertuples()}}
+        out["layouts"][name] = {
+            "model": r0.model,
+            "world": int(r0.world),
+            "load_avg": _r(r0.load_avg, 2),
+            "runs": int(r0.repeats),
+            "step_spread_pct": _r(r0.step_spread_pct, 1),
+            "slowdown": _r(r0.slowdown, 2),
+            "parts": {
+                r.part: {
+                    "predicted_ms": _r(r.predicted_s * 1e3),
+                    "measured_ms": _r(r.measured_s * 1e3),
+                    "error_pct": _r(r.error_pct, 1),
+                    "profile_only_ms": _r(r.profile_only_s * 1e3),
+                    "unprobed_ms": _r(r.unprobed_s * 1e3),
+                }
+                for r in g.itertuples()
+            },
+        }
     print(json.dumps(out, indent=1, ensure_ascii=False))
 
 

@@ -59,7 +59,9 @@ def main():
             row[mode] = {"ms": _price(p), "as_measured_ms": _price(_undone(p)), "shares": {k: round(v, 3) for k, v in p.shares.items()},
                          "background_cores": p.detail.get("background_cores"), "load_avg": p.load_avg, "seconds": p.detail.get("seconds")}
         row["busy_vs_idle_pct"] = {k: round(100 * (row["busy"]["ms"][k] / row["idle"]["ms"][k] - 1), 1) for k in PICKS}
-        row["busy_vs_idle_uncorrected_pct"] = {k: round(100 * (row["busy"]["as_measured_ms"][k] / row["idle"]["ms"][k] - 1), 1) for k in PICKS}
+        row["busy_vs_idle_uncorrected_pct"] = {
+            k: round(100 * (row["busy"]["as_measured_ms"][k] / row["idle"]["ms"][k] - 1), 1) for k in PICKS
+        }
         out["rounds"].append(row)
     for key in ("busy_vs_idle_pct", "busy_vs_idle_uncorrected_pct"):
         out[f"median_{key}"] = {k: statistics.median(r[key][k] for r in out["rounds"]) for k in PICKS}

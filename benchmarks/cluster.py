@@ -10,7 +10,12 @@ import argparse, json, os, signal, sys, tempfile, time
 # benchmarks/comm.py would shadow the `comm` package ipykernel imports: drop this folder from the import path
 sys.path = [q for q in sys.path if os.path.abspath(q or ".") != os.path.dirname(os.path.abspath(__file__))]
 
-for var, sub in (("JUPYTER_CONFIG_DIR", "config"), ("JUPYTER_DATA_DIR", "data"), ("JUPYTER_RUNTIME_DIR", "runtime"), ("IPYTHONDIR", "ipython")):
+for var, sub in (
+    ("JUPYTER_CONFIG_DIR", "config"),
+    ("JUPYTER_DATA_DIR", "data"),
+    ("JUPYTER_RUNTIME_DIR", "runtime"),
+    ("IPYTHONDIR", "ipython"),
+):
     os.environ.setdefault(var, os.path.join(tempfile.mkdtemp(prefix="snb-bench-"), sub))
 
 from supernode_nb.runtime.cluster import Cluster, RankMissing

@@ -51,14 +51,25 @@ def main():
                 iters=3 if a.quick else 5, overhead_iters=100 if a.quick else 400, timeout_s=3600)[0]
     o1k, o1m = res["overhead"][str(1 << 10)], res["overhead"][str(1 << 20)]
     intrinsic = intrinsic_overhead(n=2000 if a.quick else 20000)
-    out = {"benchmark": "comm", "backend": "gloo", "world": a.world, "torch": torch.__version__,
-           "machine": {"cpus": __import__("os").cpu_count(), "python": platform.python_version()},
-           "rows": res["rows"], "overhead": res["overhead"], "intrinsic_overhead": intrinsic,
-           "goals": {"overhead_1MB_pct<=3": o1m["overhead_pct"] <= 3.0, "overhead_1KB_us<20": o1k["overhead_s"] * 1e6 < 20,
-                     "intrinsic_1MB_pct<=3": intrinsic[str(1 << 20)]["overhead_us"] * 1e-6 <= 0.03 * o1m["direct_s"],
-                     "intrinsic_1KB_us<20": intrinsic[str(1 << 10)]["overhead_us"] < 20},
-           "note": "overhead: 4..8 ranks in lockstep (noisy on 2 shared cores); intrinsic: the wrapper's extra µs measured on a 1-rank group (best of repeats), compared with the multi-rank 1 MB all_reduce time",
-           "elapsed_s": round(time.time() - t0, 1)}
+    out = {
+        "benchmark": "comm",
+        "backend": "gloo",
+        "world": a.world,
+        "torch": torch.__version__,
+        "machine": {"cpus": __import__("os").cpu_count(), "python": platform.python_version()},
+        "rows": res["rows"],
+        "overhead": res["overhead"],
+        "intrinsic_overhead": intrinsic,
+        "goals": {
+            "overhead_1MB_pct<=3": o1m["overhead_pct"] <= 3.0,
+            "overhead_1KB_us<20": o1k["overhead_s"] * 1e6 < 20,
+            "intrinsic_1MB_pct<=3": intrinsic[str(1 << 20)]["overhead_us"] * 1e-6 <= 0.03 * o1m["direct_s"],
+            "intrinsic_1KB_us<20": intrinsic[str(1 << 10)]["overhead_us"] < 20,
+        },
+        "note": "overhead: 4..8 ranks in lockstep (noisy on 2 shared cores); intrinsic: the wrapper's extra µs measured on a "
+        "1-rank group (best of repeats), compared with the multi-rank 1 MB all_reduce time",
+        "elapsed_s": round(time.time() - t0, 1),
+    }
     json.dump(out, sys.stdout, indent=1); print()
 
 if __name__ == "__main__":

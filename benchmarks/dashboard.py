@@ -66,7 +66,12 @@ def main():
     assert rc.join(300) and s.status == "done", (s.status, s.failure)
     out["first_run"] = {"layout": "dp2", "start_to_first_record_s": rc.first_record_s, "start_to_done_s": time.monotonic() - t,
                         "load": os.getloadavg()}
-    runs = {"dp2": dict(world=2), "tp2 dp2": dict(world=4, tp=2), "dp2 pp2": dict(world=4, pp=2), "tiny-moe ep2 dp2": dict(model="tiny-moe", world=2, ep=2)}
+    runs = {
+        "dp2": dict(world=2),
+        "tp2 dp2": dict(world=4, tp=2),
+        "dp2 pp2": dict(world=4, pp=2),
+        "tiny-moe ep2 dp2": dict(model="tiny-moe", world=2, ep=2),
+    }
     out["run"] = {}
     for name, kw in runs.items():
         first, done, errs = [], [], []

@@ -23,13 +23,28 @@ def _fault_run(world, fault, **kw):
     mark = Path(tempfile.mkdtemp()) / "mark.json"
     t0 = time.monotonic()
     try:
-        supervise("supernode_nb.runtime.supervise:_steps_with_fault", world, 40, {**fault, "mark": str(mark)}, layout=RankLayout(dp=world), step_s=0.05, **kw)
+        supervise(
+            "supernode_nb.runtime.supervise:_steps_with_fault",
+            world,
+            40,
+            {**fault, "mark": str(mark)},
+            layout=RankLayout(dp=world),
+            step_s=0.05,
+            **kw,
+        )
     except RunFailed as e:
         rep = e.report
         t_fault = json.loads(mark.read_text())["time"]
-        return {"kind": rep.kind, "culprits": rep.culprits, "axis": rep.axis, "detect_s": rep.detected - t_fault,
-                "stop_s": rep.stop_s, "left": len(rep.left), "total_s": time.monotonic() - t0,
-                "last_op": rep.ranks[rep.culprits[0]].last_op}
+        return {
+            "kind": rep.kind,
+            "culprits": rep.culprits,
+            "axis": rep.axis,
+            "detect_s": rep.detected - t_fault,
+            "stop_s": rep.stop_s,
+            "left": len(rep.left),
+            "total_s": time.monotonic() - t0,
+            "last_op": rep.ranks[rep.culprits[0]].last_op,
+        }
     raise RuntimeError("the injected fault was not reported")
 
 

@@ -31,14 +31,33 @@ def main():
             t0, c0 = time.perf_counter(), time.process_time()
             p = plan(MODEL_PRESETS[model], topo, B, space, max_devices=n, runnable_only=runnable)
             times.append(time.perf_counter() - t0); cpu.append(time.process_time() - c0)
-        out.append(dict(model=model, topology=topo_name, devices=n, global_batch=B, min_devices=space.min_devices, runnable_only=runnable,
-                        searched=p.searched, valid=p.valid, fitting=p.fitting,
-                        seconds_median=round(statistics.median(times), 4), seconds_min=round(min(times), 4),
-                        cpu_seconds_median=round(statistics.median(cpu), 4),   # this process's CPU time: what an idle machine's wall time would be
-                        configs_per_s=round(p.searched / statistics.median(times)),
-                        runnable_in_top=sum(r["runnable"] for r in p.top), top=len(p.top),   # this engine can run them (foundation.capabilities)
-                        best=p.best and dict(p.best["config"], devices=p.best["devices"], tokens_per_s=round(p.best["tokens_per_s"]),
-                                             runnable=p.top[0]["runnable"], lacks=p.top[0]["lacks"])))
+        out.append(
+            dict(
+                model=model,
+                topology=topo_name,
+                devices=n,
+                global_batch=B,
+                min_devices=space.min_devices,
+                runnable_only=runnable,
+                searched=p.searched,
+                valid=p.valid,
+                fitting=p.fitting,
+                seconds_median=round(statistics.median(times), 4),
+                seconds_min=round(min(times), 4),
+                cpu_seconds_median=round(statistics.median(cpu), 4),  # this process's CPU time: what an idle machine's wall time would be
+                configs_per_s=round(p.searched / statistics.median(times)),
+                runnable_in_top=sum(r["runnable"] for r in p.top),
+                top=len(p.top),  # this engine can run them (foundation.capabilities)
+                best=p.best
+                and dict(
+                    p.best["config"],
+                    devices=p.best["devices"],
+                    tokens_per_s=round(p.best["tokens_per_s"]),
+                    runnable=p.top[0]["runnable"],
+                    lacks=p.top[0]["lacks"],
+                ),
+            )
+        )
     print(json.dumps(dict(benchmark="planner", goal_s=1.0, python=platform.python_version(), cpus=os.cpu_count(),
                           load_avg_1min=os.getloadavg()[0], cases=out,
                           all_under_goal=all(c["seconds_median"] < 1.0 for c in out),

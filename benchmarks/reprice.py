@@ -55,8 +55,20 @@ def main(argv=None):
     files = (argv if argv is not None else sys.argv[1:]) or sorted(glob.glob(os.path.join(HERE, "results", "calibrate-*.json")))
     runs = [reprice(f) for f in files]
     pooled = {f"{r['run']}:{k}": v for r in runs for k, v in r["error_pct"].items()}
-    print(json.dumps({"benchmark": "reprice", "runs": runs, "pooled": _stats(pooled), "by_layout": by_layout(runs),
-                      "seconds": round(time.monotonic() - t0, 1), "load_avg_1min": round(os.getloadavg()[0], 2)}, indent=1, ensure_ascii=False))
+    print(
+        json.dumps(
+            {
+                "benchmark": "reprice",
+                "runs": runs,
+                "pooled": _stats(pooled),
+                "by_layout": by_layout(runs),
+                "seconds": round(time.monotonic() - t0, 1),
+                "load_avg_1min": round(os.getloadavg()[0], 2),
+            },
+            indent=1,
+            ensure_ascii=False,
+        )
+    )
 
 
 if __name__ == "__main__":

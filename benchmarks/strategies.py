@@ -159,10 +159,14 @@ def bench_pp(worlds=(2, 4), m=8, rounds=15):
                         "load_avg_before_after": [load0, os.getloadavg()[0]]}
         res = spawn(_pp_vs_torch_emulated, p, m=m, rounds=max(5, rounds // 2), timeout_s=600)
         r = _ours_vs_torch(res, p, "grad_diff_vs_torch")
-        out[f"p{p}_emulated"] = {"m": m, "step_s_median": r["step_s_median"], "step_s_rank0": r["step_s_rank0"],
-                                 "ratio_ours_over_torch": r["ratio_ours_over_torch"],
-                                 "goal_ratio<=0.95": r["ratio_ours_over_torch"] <= 0.95,
-                                 "ratio_ours_loss_broadcast_over_torch": r["step_s_median"]["ours_loss_broadcast"] / r["step_s_median"]["torch"]}
+        out[f"p{p}_emulated"] = {
+            "m": m,
+            "step_s_median": r["step_s_median"],
+            "step_s_rank0": r["step_s_rank0"],
+            "ratio_ours_over_torch": r["ratio_ours_over_torch"],
+            "goal_ratio<=0.95": r["ratio_ours_over_torch"] <= 0.95,
+            "ratio_ours_loss_broadcast_over_torch": r["step_s_median"]["ours_loss_broadcast"] / r["step_s_median"]["torch"],
+        }
     out["load_avg_at_end"] = os.getloadavg()[0]
     out["note"] = ("p2, p4: tiny-gpt split into p stages with model.stage_module; one sample = 2 pipeline steps (zero_grad + "
                    "1F1B over m micro-batches of 2x32 tokens), CPU-bound (p=4 oversubscribes 2 cores). p2_emulated, p4_emulated: 2 "
@@ -268,7 +272,9 @@ class _ZBLayer(nn.Module):
     "A layer of an emulated accelerator whose backward splits: forward t, input gradient t, weight gradient t."
     def __init__(self, h, t):
         super().__init__(); self.lin, self.t = nn.Linear(h, h), t
-    def forward(self, x): return _Sleep.apply(nn.functional.linear(x, _SleepW.apply(self.lin.weight, self.t), self.lin.bias), self.t, 1.0)   # input grad: t
+
+    def forward(self, x):
+        return _Sleep.apply(nn.functional.linear(x, _SleepW.apply(self.lin.weight, self.t), self.lin.bias), self.t, 1.0)  # input grad: t
 
 
 def _zb_stage(layers, h, t, seed):

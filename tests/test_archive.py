@@ -46,7 +46,9 @@ def test_cli_end_to_end(tmp_path):
     rows = {(x["section"], x["field"]): x for x in json.loads(r.stdout)}
     assert rows[("predicted vs measured", "step_s")][f"#{rid}"] == pytest.approx(0.12)
     r = _cli("rerun", str(rid), "--dry-run", home=tmp_path)
-    assert r.stdout.strip() == "supernode-nb run --model tiny-gpt --tp 2 --dp 2 --global-batch 2 --steps 2 --seed 1"   # its batch, not the flags' 8
+    assert (
+        r.stdout.strip() == "supernode-nb run --model tiny-gpt --tp 2 --dp 2 --global-batch 2 --steps 2 --seed 1"
+    )  # its batch, not the flags' 8
     r = _cli("show", "999", home=tmp_path)
     assert r.returncode == 1 and "no run with id 999" in r.stderr and len(r.stderr.strip().splitlines()) == 1
     (tmp_path / "archive.sqlite").write_bytes(b"\0garbage" * 64)

@@ -98,7 +98,11 @@ def test_fake_npu_selects_hccl_and_checks_its_table(tmp_path):
     assert p == {"device": "npu", "available": True, "reason": "torch_npu", "count": 8, "version": "2.5.1"}
     assert (c["device"], c["backend"]) == ("npu", "hccl")
     assert ver == "2.5.1"
-    assert err == "unsupported op: hccl does not support all_reduce on float64: no reduction on float64 (reducible: bfloat16, float16, float32, int16, int32, int64, int8)"
+    assert (
+        err
+        == "unsupported op: hccl does not support all_reduce on float64: no reduction on float64 "
+        "(reducible: bfloat16, float16, float32, int16, int32, int64, int8)"
+    )
 
 
 def test_check_support_names_op_dtype_backend():

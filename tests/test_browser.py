@@ -235,5 +235,7 @@ def test_dashboard_in_browser(lab):
     for k, v in acc.items():
         assert v and v.get("measured_s"), (k, runs[k])
         # the estimate the dashboard shows within 25 % of the measured mean step, in the median of the interleaved runs
-        assert abs(v["error_pct"]) <= 25, f"{k}: estimate {v['estimate_s'] * 1e3:.1f} ms vs measured {v['measured_s'] * 1e3:.1f} ms " \
-                                          f"({v['error_pct']:+.1f} %), {v['host_load']:.2f} cores busy elsewhere, load {os.getloadavg()[0]:.1f}"
+        assert abs(v["error_pct"]) <= 25, (
+            f"{k}: estimate {v['estimate_s'] * 1e3:.1f} ms vs measured {v['measured_s'] * 1e3:.1f} ms "
+            f"({v['error_pct']:+.1f} %), {v['host_load']:.2f} cores busy elsewhere, load {os.getloadavg()[0]:.1f}"
+        )

@@ -70,7 +70,10 @@ def test_prediction_follows_the_measured_figures(prof):
     dp4 = predict(TINY, P(dp=4, global_batch_size=8), two)
     assert dp4["step_s"] > predict(TINY, P(dp=4, global_batch_size=8), dataclasses.replace(two, shares={"2": 1.0, "4": 0.5}))["step_s"]
     tp2 = P(tp=2, global_batch_size=4)
-    more = predict(TINY, tp2, dataclasses.replace(prof, penalty_s={"2": prof.penalty(2) + 1e-3}))["compute_s"] - predict(TINY, tp2, prof)["compute_s"]
+    more = (
+        predict(TINY, tp2, dataclasses.replace(prof, penalty_s={"2": prof.penalty(2) + 1e-3}))["compute_s"]
+        - predict(TINY, tp2, prof)["compute_s"]
+    )
     assert more == pytest.approx(1e-3 * collectives_per_step(TINY, tp2)["total"])   # each blocking collective costs the compute after it
     hidden = predict(TINY, P(dp=2, global_batch_size=8), dataclasses.replace(prof, overlap={"2": 1.0}))["comm_s"].get("dp", 0.0)
     assert predict(TINY, P(dp=2, global_batch_size=8), dataclasses.replace(prof, overlap={"2": 0.0}))["comm_s"]["dp"] > hidden
@@ -172,7 +175,9 @@ def test_run_is_priced_and_the_pair_kept(prof, tmp_path):
     from supernode_nb.foundation.store import Archive
     Archive(tmp_path / "archive.sqlite").save_profile(dataclasses.replace(prof, name="pricing"))
     env = dict(os.environ, SUPERNODE_NB_HOME=str(tmp_path), SUPERNODE_NB_ARCHIVE="on", OMP_NUM_THREADS="1")
-    cli = lambda *a: subprocess.run([str(Path(sys.executable).parent / "supernode-nb"), *a], capture_output=True, text=True, env=env, timeout=240)
+    cli = lambda *a: subprocess.run(
+        [str(Path(sys.executable).parent / "supernode-nb"), *a], capture_output=True, text=True, env=env, timeout=240
+    )
     runs = [cli("run", "--world", "2", "--dp", "2", "--steps", "3") for _ in range(2)]
     for r in runs: assert r.returncode == 0, r.stderr
     first, second = (r.stdout.splitlines()[-2:] for r in runs)
@@ -191,7 +196,9 @@ def test_run_is_priced_and_the_pair_kept(prof, tmp_path):
     # the newest profile cannot price (no matmul rate): without --profile the run goes ahead unpriced, and says so
     Archive(tmp_path / "archive.sqlite").save_profile(dataclasses.replace(prof, name="broken", matmul_tflops={}))
     unpriced = cli("run", "--world", "2", "--dp", "2", "--steps", "2")
-    assert unpriced.returncode == 0 and "warning: not priced" in unpriced.stderr and "has no matmul rate" in unpriced.stderr, unpriced.stderr
+    assert unpriced.returncode == 0 and "warning: not priced" in unpriced.stderr and "has no matmul rate" in unpriced.stderr, (
+        unpriced.stderr
+    )
     assert "estimate: " not in unpriced.stdout and not Archive(tmp_path / "archive.sqlite").accuracy_pairs("broken")
 
 

@@ -42,7 +42,9 @@ def _reshard(tmp_path, spec, a: ParallelConfig, b: ParallelConfig, save_at=2, st
     got = _losses(first) + _losses(second)
     err = max(abs(x - y) / abs(y) for x, y in zip(got, ref))
     assert err <= LOSS_RTOL, (got, ref, err)
-    short = lambda c: "·".join(f"{k}{getattr(c, k)}" for k in ("dp", "tp", "pp", "ep") if getattr(c, k) > 1) + (f"·zero{c.zero}" if c.zero else "")
+    short = lambda c: (
+        "·".join(f"{k}{getattr(c, k)}" for k in ("dp", "tp", "pp", "ep") if getattr(c, k) > 1) + (f"·zero{c.zero}" if c.zero else "")
+    )
     print(f"reshard {short(a)} -> {short(b)}: max relative loss error vs single process {err:.2e}")
     return err
 

@@ -153,7 +153,9 @@ def test_missing_rank_at_start_then_hung_rank_caught_by_timeout():
         # rank 1 hangs at step 2; its peers wait in all_reduce until the 3 s group timeout
         h = c.run_async(steps_worker, steps=6, step_s=0.02, hang_rank=1, at_step=2)
         t = time.monotonic()
-        with pytest.raises(RunFailed, match=r"rank 1 \(-\) hung: still running when its peers timed out; step 1; last op all_reduce on dp") as ei:
+        with pytest.raises(
+            RunFailed, match=r"rank 1 \(-\) hung: still running when its peers timed out; step 1; last op all_reduce on dp"
+        ) as ei:
             h.wait()
         FIG["hung_rank_s"] = time.monotonic() - t                 # includes stopping the cluster
         rep = ei.value.report

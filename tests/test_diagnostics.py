@@ -26,7 +26,9 @@ def test_doctor_no_process_left():
 
 def test_cli_doctor_json_and_exit_status():
     env = dict(os.environ)
-    r = subprocess.run([sys.executable, "-m", "supernode_nb.cli", "doctor", "--quick", "--json"], capture_output=True, text=True, env=env, timeout=300)
+    r = subprocess.run(
+        [sys.executable, "-m", "supernode_nb.cli", "doctor", "--quick", "--json"], capture_output=True, text=True, env=env, timeout=300
+    )
     d = json.loads(r.stdout)
     checks = {(c["layer"], c["name"]): c for c in d["checks"]}
     assert checks[("communication", "link setup")]["verdict"] == "ok", checks[("communication", "link setup")]  # 2 ranks joined

@@ -28,8 +28,11 @@ def _warm_forkserver():
 
 def _no_children():
     time.sleep(0.3)
-    return [p.pid for p in psutil.Process().children(recursive=True)
-            if p.status() != psutil.STATUS_ZOMBIE and "multiprocessing" not in " ".join(p.cmdline())]   # the forkserver and its resource tracker stay
+    return [
+        p.pid
+        for p in psutil.Process().children(recursive=True)
+        if p.status() != psutil.STATUS_ZOMBIE and "multiprocessing" not in " ".join(p.cmdline())
+    ]  # the forkserver and its resource tracker stay
 
 
 def test_dead_rank_detected_and_run_resumes_resharded(tmp_path):

@@ -73,8 +73,11 @@ def _fake_ssh(d: Path, hosts: dict[str, str]) -> tuple[str, str]:
     ssh.write_text("#!/bin/bash\nwhile [[ $1 == -* ]]; do case $1 in -[opilF]) shift 2;; *) shift;; esac; done\n"
                    f'h=${{1##*@}}; shift\ncase $h in {cases} *) echo "ssh: no host $h" >&2; exit 255;; esac\n'
                    'exec ip netns exec "$ns" bash -c "$*"\n')
-    scp.write_text("#!/bin/bash\na=(); for x in \"$@\"; do [[ $x == -* ]] || a+=(\"${x#*:}\"); done\n"
-                   '[[ $(realpath -m "${a[0]}") == $(realpath -m "${a[1]}") ]] && exit 0\nmkdir -p "$(dirname "${a[1]}")" && exec cp "${a[0]}" "${a[1]}"\n')
+    scp.write_text(
+        "#!/bin/bash\na=(); for x in \"$@\"; do [[ $x == -* ]] || a+=(\"${x#*:}\"); done\n"
+        '[[ $(realpath -m "${a[0]}") == $(realpath -m "${a[1]}") ]] && exit 0\n'
+        'mkdir -p "$(dirname "${a[1]}")" && exec cp "${a[0]}" "${a[1]}"\n'
+    )
     for f in (ssh, scp): f.chmod(0o700)
     return str(ssh), str(scp)
 

@@ -62,8 +62,19 @@ def test_1f1b_memory_and_comm_cost():
     assert n_msgs(make_schedule("interleaved", p, m, 2)) == 2 * n_msgs(make_schedule("1f1b", p, m)) + 2 * m
 
 
-@pytest.mark.parametrize("kind,p,v,m", [("gpipe", 4, 1, 8), ("1f1b", 4, 1, 8), ("1f1b", 4, 1, 2), ("zb-h1", 4, 1, 8),
-                                         ("interleaved", 2, 2, 4), ("interleaved", 4, 2, 16), ("interleaved", 4, 3, 8), ("interleaved", 4, 2, 4)])
+@pytest.mark.parametrize(
+    "kind,p,v,m",
+    [
+        ("gpipe", 4, 1, 8),
+        ("1f1b", 4, 1, 8),
+        ("1f1b", 4, 1, 2),
+        ("zb-h1", 4, 1, 8),
+        ("interleaved", 2, 2, 4),
+        ("interleaved", 4, 2, 16),
+        ("interleaved", 4, 3, 8),
+        ("interleaved", 4, 2, 4),
+    ],
+)
 def test_cost_model_in_flight_is_the_schedules(kind, p, v, m):
     "The micro-batches (stages' worth) the cost model's memory holds on the first and last stage are the simulator's peak chunks / v."
     from supernode_nb.cost.memory import in_flight

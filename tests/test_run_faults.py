@@ -17,8 +17,11 @@ def _warm_forkserver():
     spawn("supernode_nb.runtime.launch:_echo_rank", 1)
 
 def _children():
-    return [p for p in psutil.Process().children(recursive=True)
-            if p.status() != psutil.STATUS_ZOMBIE and "multiprocessing" not in " ".join(p.cmdline())]   # the forkserver and its resource tracker stay
+    return [
+        p
+        for p in psutil.Process().children(recursive=True)
+        if p.status() != psutil.STATUS_ZOMBIE and "multiprocessing" not in " ".join(p.cmdline())
+    ]  # the forkserver and its resource tracker stay
 
 
 @pytest.mark.parametrize("kind", ["kill", "hang", "exit"])

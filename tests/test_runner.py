@@ -54,7 +54,7 @@ def test_run_json_matches_single_process():
         for r in st["ranks"]:
             assert set(r) >= KEYS
             assert abs(r["data_s"] + r["compute_s"] + sum(r["comm_s"].values()) + r["bubble_s"] + r["other_s"] - r["wall_s"]) < 1e-9
-            assert min(r["data_s"], r["bubble_s"], r["other_s"], *r["comm_s"].values()) >= 0 and r["compute_s"] > 0   # nothing counted twice
+            assert min(r["data_s"], r["bubble_s"], r["other_s"], *r["comm_s"].values()) >= 0 and r["compute_s"] > 0  # nothing counted twice
     stage1 = [r for r in res["steps"][1]["ranks"] if r["coords"]["pp"] == 1]
     assert all(r["bubble_s"] > 0 for r in stage1)                        # the last stage waits for the first
     ref = _reference(global_batch_size=8)                                # the CLI default (config.DEFAULT_GLOBAL_BATCH)
@@ -78,7 +78,9 @@ def test_moe_expert_parallel_counts():
     p = _cli("--world", "2", "--dp", "2", "--ep", "2", "--model", "tiny-moe", "--steps", "1", "--json")
     assert p.returncode == 0, p.stderr
     r = json.loads(p.stdout)["steps"][0]["ranks"][0]
-    assert len(r["expert_counts"]) == 8 and all(sum(c) == 4 * 32 * 2 for c in r["expert_counts"])   # 8 layers; batch 8 / dp2 = 4 seq × 32 tokens × top-2
+    assert len(r["expert_counts"]) == 8 and all(
+        sum(c) == 4 * 32 * 2 for c in r["expert_counts"]
+    )  # 8 layers; batch 8 / dp2 = 4 seq × 32 tokens × top-2
     assert set(r["comm_s"]) >= {"ep", "dp"}
 
 

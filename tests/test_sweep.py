@@ -30,7 +30,9 @@ def test_a_lost_rank_fails_one_configuration_not_the_sweep(tmp_path, monkeypatch
 
 def test_a_sweep_with_nothing_measured_exits_1(tmp_path, monkeypatch, capsys):
     real = runner.run
-    monkeypatch.setattr(runner, "run", lambda spec, **kw: real(dataclasses.replace(spec, fault=FaultSpec(rank=1, step=0, kind="kill")), **kw))
+    monkeypatch.setattr(
+        runner, "run", lambda spec, **kw: real(dataclasses.replace(spec, fault=FaultSpec(rank=1, step=0, kind="kill")), **kw)
+    )
     fig = tmp_path / "sweep.html"
     assert cli_sweep(["--world", "2", "--global-batch", "4", "--top", "1", "--steps", "3", "--archive", str(tmp_path / "a.sqlite"),
                       "--figure", str(fig)]) == 1

@@ -101,9 +101,11 @@ def link_names(text: str, idx: dict[str, str], page: str) -> str:
     for line in text.split("\n"):
         if line.strip().startswith("```"): fence = not fence
         if not fence:
-            line = re.sub(r"(?<![\[\w])`((?:[a-z_]\w*\.)*([A-Za-z_]\w*))(\(\))?`(?![\]\(])",
-                          lambda m: f"[`{m.group(1)}{m.group(3) or ''}`]({relative(idx[m.group(2)], page)})" if m.group(2) in idx else m.group(0),
-                          line)
+            line = re.sub(
+                r"(?<![\[\w])`((?:[a-z_]\w*\.)*([A-Za-z_]\w*))(\(\))?`(?![\]\(])",
+                lambda m: f"[`{m.group(1)}{m.group(3) or ''}`]({relative(idx[m.group(2)], page)})" if m.group(2) in idx else m.group(0),
+                line,
+            )
         out.append(line)
     return "\n".join(out)
 
@@ -165,11 +167,25 @@ def stage() -> tuple[list, dict]:
 
 def config(nav: list, out: Path) -> Path:
     cfg = {
-        "site_name": "supernode_nb", "docs_dir": str(STAGE), "site_dir": str(out), "use_directory_urls": False,
-        "site_description": "Parallel strategies of large-model training on a supernode, in notebooks: plan, place, estimate, run, compare.",
+        "site_name": "supernode_nb",
+        "docs_dir": str(STAGE),
+        "site_dir": str(out),
+        "use_directory_urls": False,
+        "site_description": "Parallel strategies of large-model training on a supernode, in notebooks: "
+        "plan, place, estimate, run, compare.",
         "theme": {"name": "material", "font": False, "features": ["navigation.sections", "navigation.indexes", "search.highlight"]},
-        "plugins": ["search", {"mkdocs-jupyter": {"execute": False, "include_source": True, "ignore_h1_titles": True,
-                                                  "include_requirejs": False, "remove_tag_config": {"remove_input_tags": ["hide"]}}}],
+        "plugins": [
+            "search",
+            {
+                "mkdocs-jupyter": {
+                    "execute": False,
+                    "include_source": True,
+                    "ignore_h1_titles": True,
+                    "include_requirejs": False,
+                    "remove_tag_config": {"remove_input_tags": ["hide"]},
+                }
+            },
+        ],
         "extra_javascript": ["assets/plotly.min.js"],
         "markdown_extensions": ["tables", "admonition", "toc"],
         "nav": nav,

@@ -49,7 +49,20 @@ class CommRecorder:
     def add(self, axis, op, nbytes, group_size, start, end, wait_s, async_op=False, tag="", issue_s=0.0):
         if self.enabled:
             self.records.append(
-                CommRecord(self.rank, axis, op, int(nbytes), group_size, start, end, wait_s, async_op, self.step, tag, issue_s)
+                CommRecord(
+                    self.rank,
+                    axis,
+                    op=op,
+                    nbytes=int(nbytes),
+                    group_size=group_size,
+                    start=start,
+                    end=end,
+                    wait_s=wait_s,
+                    async_op=async_op,
+                    step=self.step,
+                    tag=tag,
+                    issue_s=issue_s,
+                )
             )
 
     def clear(self): self.records.clear()

@@ -63,7 +63,7 @@ class TopologyError(ValueError):
 
 GiB = 2**30
 SCOPES = ("node", "domain", "cluster")
-SELF = LinkLevel("self", "self", math.inf, 0.0, "none", "a device to itself: no link")
+SELF = LinkLevel("self", "self", bandwidth_GBps=math.inf, latency_s=0.0, plane="none", note="a device to itself: no link")
 
 # %% ../../nbs/00_foundation/02a_machine.ipynb #3cf6d310
 class Topology:

@@ -87,8 +87,16 @@ def check_binding(topo: Topology) -> list[Misbinding]:
         for plane, iface in b.items():
             nic, exp = topo.nics.get(iface), own.get(plane)
             if nic is None or nic.plane != plane:
-                out.append(Misbinding(node, plane, iface, nic.plane if nic else "none", nic.bandwidth_GBps if nic else 0.0,
-                                      exp.bandwidth_GBps if exp else 0.0))
+                out.append(
+                    Misbinding(
+                        node,
+                        plane,
+                        iface=iface,
+                        lands_on=nic.plane if nic else "none",
+                        bandwidth_GBps=nic.bandwidth_GBps if nic else 0.0,
+                        expected_GBps=exp.bandwidth_GBps if exp else 0.0,
+                    )
+                )
     return out
 
 # %% ../../nbs/00_foundation/07_planes.ipynb #4e1ef496

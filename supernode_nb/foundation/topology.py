@@ -21,20 +21,42 @@ __all__ = ['A100', 'H100', 'B200', 'B200_DGX', 'B300', 'B300_DGX', 'ASCEND_910B'
            'topology_from_spec', 'load_topology']
 
 # %% ../../nbs/00_foundation/02_topology.ipynb #3fbb3dda
-A100 = Chip("A100 80GB SXM", 312.0, 80 * GiB, 2039.0, "NVIDIA datasheet; Megatron SC21 §5")
-H100 = Chip("H100 SXM", 989.4, 80 * GiB, 3350.0, "NVIDIA datasheet (half of the sparse 1,979)")
-B200 = Chip("B200 (GB200)", 2500.0, 186 * GiB, 8000.0,
-            "NVIDIA GB200 NVL72 page: 180 PF dense bf16, 13.4 TB HBM3e, 576 TB/s per 72 GPUs (secondary; not in hardware.md)")
-B200_DGX = Chip("B200 (DGX B200)", 2250.0, 180 * GiB, 8000.0, "NVIDIA DGX B200 page: the GB200's die at 1,000 W: 72 PF FP8 "
-                "sparse per 8 GPUs (2.25 PF dense bf16 each), 1,440 GB HBM3e, 64 TB/s (secondary; not in hardware.md)")
-B300 = Chip("B300 (GB300)", 2500.0, 279 * 10**9, 8000.0, "Blackwell Ultra at 1,400 W: GB300 NVL72's 360 PF FP8 / 72 (5 dense each), "
-            "2.5 PF dense bf16, 279 GB usable HBM3e (secondary: NVIDIA's GB300 page via glennklockwood.com, verda.com)")
-B300_DGX = Chip("B300 (DGX B300)", 2250.0, 270 * 10**9, 7700.0, "Blackwell Ultra at 1,100 W: HGX B300 2.25 PF dense bf16, 4.5 "
-                "FP8, 270 GB usable HBM3e, 7.7 TB/s (secondary: glennklockwood.com, verda.com)")
-ASCEND_910B = Chip("Ascend 910B", 320.0, 64 * GiB, 1600.0,
-                   "secondary; disputed (256–414 TFLOP/s, 32 or 64 GB, ~1.6 TB/s): tunable defaults")
-ASCEND_910C = Chip("Ascend 910C", 752.0, 128 * GiB, 3200.0, "arXiv 2506.12708 and secondary summaries (one package, two dies)")
-ASCEND_910C_DIE = Chip("Ascend 910C die", 376.0, 64 * GiB, 1600.0, "half of a 910C package (each die is one device/rank)")
+A100 = Chip("A100 80GB SXM", 312.0, memory_bytes=80 * GiB, hbm_GBps=2039.0, note="NVIDIA datasheet; Megatron SC21 §5")
+H100 = Chip("H100 SXM", 989.4, memory_bytes=80 * GiB, hbm_GBps=3350.0, note="NVIDIA datasheet (half of the sparse 1,979)")
+B200 = Chip("B200 (GB200)", 2500.0, memory_bytes=186 * GiB, hbm_GBps=8000.0,
+            note="NVIDIA GB200 NVL72 page: 180 PF dense bf16, 13.4 TB HBM3e, 576 TB/s per 72 GPUs (secondary; not in hardware.md)")
+B200_DGX = Chip(
+    "B200 (DGX B200)",
+    2250.0,
+    memory_bytes=180 * GiB,
+    hbm_GBps=8000.0,
+    note="NVIDIA DGX B200 page: the GB200's die at 1,000 W: 72 PF FP8 "
+    "sparse per 8 GPUs (2.25 PF dense bf16 each), 1,440 GB HBM3e, 64 TB/s (secondary; not in hardware.md)",
+)
+B300 = Chip(
+    "B300 (GB300)",
+    2500.0,
+    memory_bytes=279 * 10**9,
+    hbm_GBps=8000.0,
+    note="Blackwell Ultra at 1,400 W: GB300 NVL72's 360 PF FP8 / 72 (5 dense each), "
+    "2.5 PF dense bf16, 279 GB usable HBM3e (secondary: NVIDIA's GB300 page via glennklockwood.com, verda.com)",
+)
+B300_DGX = Chip(
+    "B300 (DGX B300)",
+    2250.0,
+    memory_bytes=270 * 10**9,
+    hbm_GBps=7700.0,
+    note="Blackwell Ultra at 1,100 W: HGX B300 2.25 PF dense bf16, 4.5 "
+    "FP8, 270 GB usable HBM3e, 7.7 TB/s (secondary: glennklockwood.com, verda.com)",
+)
+ASCEND_910B = Chip("Ascend 910B", 320.0, memory_bytes=64 * GiB, hbm_GBps=1600.0,
+                   note="secondary; disputed (256–414 TFLOP/s, 32 or 64 GB, ~1.6 TB/s): tunable defaults")
+ASCEND_910C = Chip(
+    "Ascend 910C", 752.0, memory_bytes=128 * GiB, hbm_GBps=3200.0, note="arXiv 2506.12708 and secondary summaries (one package, two dies)"
+)
+ASCEND_910C_DIE = Chip(
+    "Ascend 910C die", 376.0, memory_bytes=64 * GiB, hbm_GBps=1600.0, note="half of a 910C package (each die is one device/rank)"
+)
 
 _ASSUMED_LAT = "latency: assumed default (no source), tunable"
 
@@ -60,9 +82,25 @@ def cloudmatrix384(supernodes: int = 1) -> Topology:
     _check_size("supernodes", supernodes)
     ub = 392.0
     levels = (
-        LinkLevel("ub-node", "node", ub, 2e-6, "ub", "arXiv 2506.12708: > 392 GB/s per NPU; " + _ASSUMED_LAT),
-        LinkLevel("ub", "domain", round(ub * 0.97, 2), 3e-6, "ub", "392 GB/s less the < 3 % cross-node loss, + < 1 µs (arXiv 2506.12708)"),
-        LinkLevel("roce", "cluster", 50.0, 10e-6, "parameter", "RDMA plane 400 Gb/s per NPU (arXiv 2506.12708); " + _ASSUMED_LAT),
+        LinkLevel(
+            "ub-node", "node", bandwidth_GBps=ub, latency_s=2e-6, plane="ub", note="arXiv 2506.12708: > 392 GB/s per NPU; " + _ASSUMED_LAT
+        ),
+        LinkLevel(
+            "ub",
+            "domain",
+            bandwidth_GBps=round(ub * 0.97, 2),
+            latency_s=3e-6,
+            plane="ub",
+            note="392 GB/s less the < 3 % cross-node loss, + < 1 µs (arXiv 2506.12708)",
+        ),
+        LinkLevel(
+            "roce",
+            "cluster",
+            bandwidth_GBps=50.0,
+            latency_s=10e-6,
+            plane="parameter",
+            note="RDMA plane 400 Gb/s per NPU (arXiv 2506.12708); " + _ASSUMED_LAT,
+        ),
     )
     vpc = (50.0, "VPC plane, 400 Gb/s per node, shared by data, storage, management and service (arXiv 2506.12708)")
     planes = _planes(Plane("ub", 8 * ub, "collectives inside the supernode (scale-up UB plane, 7 sub-planes)", "arXiv 2506.12708"),
@@ -78,8 +116,17 @@ def atlas_a2_pod(nodes: int = 16) -> Topology:
     4 × 25GE. Storage and management planes have no figure in the sources: assumed defaults. MindSpeed: HCCS domain 8."""
     _check_size("nodes", nodes)
     levels = (
-        LinkLevel("hccs", "node", 196.0, 2e-6, "hccs", "392 GB/s aggregate per NPU read as bidirectional (disputed); " + _ASSUMED_LAT),
-        LinkLevel("roce", "cluster", 25.0, 10e-6, "parameter", "200GE per NPU (secondary); " + _ASSUMED_LAT),
+        LinkLevel(
+            "hccs",
+            "node",
+            bandwidth_GBps=196.0,
+            latency_s=2e-6,
+            plane="hccs",
+            note="392 GB/s aggregate per NPU read as bidirectional (disputed); " + _ASSUMED_LAT,
+        ),
+        LinkLevel(
+            "roce", "cluster", bandwidth_GBps=25.0, latency_s=10e-6, plane="parameter", note="200GE per NPU (secondary); " + _ASSUMED_LAT
+        ),
     )
     planes = _planes(Plane("hccs", 8 * 196.0, "collectives inside the server (HCCS full mesh)", "secondary, disputed"),
                      (200.0, "8 × 200GE RoCE per server (secondary)"), (6.25, "2 × 25GE per server (secondary)"),
@@ -95,9 +142,30 @@ def atlas_a3_superpod(nodes: int = 24) -> Topology:
     `cloudmatrix384` halved (assumed: the two dies share the package's links) — tunable defaults."""
     _check_size("nodes", nodes)
     levels = (
-        LinkLevel("hccs-node", "node", 196.0, 2e-6, "hccs", "half of 392 GB/s per 910C (assumed split); " + _ASSUMED_LAT),
-        LinkLevel("hccs", "domain", round(196.0 * 0.97, 2), 3e-6, "hccs", "as hccs-node less < 3 % cross-node loss (arXiv 2506.12708)"),
-        LinkLevel("roce", "cluster", 25.0, 10e-6, "parameter", "half of 400 Gb/s per 910C (assumed split); " + _ASSUMED_LAT),
+        LinkLevel(
+            "hccs-node",
+            "node",
+            bandwidth_GBps=196.0,
+            latency_s=2e-6,
+            plane="hccs",
+            note="half of 392 GB/s per 910C (assumed split); " + _ASSUMED_LAT,
+        ),
+        LinkLevel(
+            "hccs",
+            "domain",
+            bandwidth_GBps=round(196.0 * 0.97, 2),
+            latency_s=3e-6,
+            plane="hccs",
+            note="as hccs-node less < 3 % cross-node loss (arXiv 2506.12708)",
+        ),
+        LinkLevel(
+            "roce",
+            "cluster",
+            bandwidth_GBps=25.0,
+            latency_s=10e-6,
+            plane="parameter",
+            note="half of 400 Gb/s per 910C (assumed split); " + _ASSUMED_LAT,
+        ),
     )
     vpc = (50.0, "VPC plane 400 Gb/s per node, shared (arXiv 2506.12708)")
     planes = _planes(Plane("hccs", 16 * 196.0, "collectives inside the 384-die domain", "assumed split of the UB figures"),
@@ -111,8 +179,22 @@ def _dgx(preset: str, chip: Chip, nodes: int, nvl: float, nic_Gbps: int, source:
     _check_size("nodes", nodes)
     nic = nic_Gbps / 8                                    # GB/s per GPU
     levels = (
-        LinkLevel("nvlink", "node", nvl, 2e-6, "nvlink", f"{nvl:g} GB/s per direction per GPU ({source}); " + _ASSUMED_LAT),
-        LinkLevel("ib", "cluster", nic, 5e-6, "parameter", f"{nic_Gbps} Gb/s per GPU ({source}); " + _ASSUMED_LAT),
+        LinkLevel(
+            "nvlink",
+            "node",
+            bandwidth_GBps=nvl,
+            latency_s=2e-6,
+            plane="nvlink",
+            note=f"{nvl:g} GB/s per direction per GPU ({source}); " + _ASSUMED_LAT,
+        ),
+        LinkLevel(
+            "ib",
+            "cluster",
+            bandwidth_GBps=nic,
+            latency_s=5e-6,
+            plane="parameter",
+            note=f"{nic_Gbps} Gb/s per GPU ({source}); " + _ASSUMED_LAT,
+        ),
     )
     planes = _planes(
         Plane("nvlink", 8 * nvl, "collectives inside the node (NVSwitch)", source),
@@ -147,8 +229,24 @@ def dgx_b300_superpod(nodes: int = 32) -> Topology:
 def _nvl72(preset: str, chip: Chip, racks: int, nic_Gbps: int, nic_src: str) -> Topology:
     "An NVL72 rack: 72 GPUs in 18 trays of 4, one NVLink5 domain (900 GB/s per direction per GPU); racks joined by NICs."
     _check_size("racks", racks)
-    levels = (LinkLevel("nvlink", "domain", 900.0, 2e-6, "nvlink", "1.8 TB/s NVLink5 per GPU (secondary); " + _ASSUMED_LAT),
-              LinkLevel("ib", "cluster", nic_Gbps / 8, 5e-6, "parameter", f"{nic_Gbps} Gb/s per GPU ({nic_src}); " + _ASSUMED_LAT))
+    levels = (
+        LinkLevel(
+            "nvlink",
+            "domain",
+            bandwidth_GBps=900.0,
+            latency_s=2e-6,
+            plane="nvlink",
+            note="1.8 TB/s NVLink5 per GPU (secondary); " + _ASSUMED_LAT,
+        ),
+        LinkLevel(
+            "ib",
+            "cluster",
+            bandwidth_GBps=nic_Gbps / 8,
+            latency_s=5e-6,
+            plane="parameter",
+            note=f"{nic_Gbps} Gb/s per GPU ({nic_src}); " + _ASSUMED_LAT,
+        ),
+    )
     planes = _planes(
         Plane("nvlink", 4 * 900.0, "collectives inside the 72-GPU rack (NVLink switch trays)", "secondary"),
         (nic_Gbps / 2, f"4 × {nic_Gbps} Gb/s per tray ({nic_src})"),
@@ -174,9 +272,24 @@ def local_cpu(devices: int = 4) -> Topology:
     _check_size("devices", devices)
     try: mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // devices
     except (ValueError, OSError, AttributeError): mem = 4 * GiB
-    chip = Chip("cpu process", 0.1, int(mem), 10.0, "placeholders: calibrate with a benchmark; memory = host RAM / devices")
+    chip = Chip(
+        "cpu process",
+        0.1,
+        memory_bytes=int(mem),
+        hbm_GBps=10.0,
+        note="placeholders: calibrate with a benchmark; memory = host RAM / devices",
+    )
     lb = (0.8, "loopback: everything shares this machine (NOTES.md)")
-    levels = (LinkLevel("loopback", "node", 0.8, 0.9e-3, "parameter", "gloo on loopback, NOTES.md (4 engines, 2 cores)"),)
+    levels = (
+        LinkLevel(
+            "loopback",
+            "node",
+            bandwidth_GBps=0.8,
+            latency_s=0.9e-3,
+            plane="parameter",
+            note="gloo on loopback, NOTES.md (4 engines, 2 cores)",
+        ),
+    )
     return Topology("local", chip, levels, _planes(None, lb, lb, lb, lb, lb), devices_per_node=devices, nodes=1,
                     vendor="cpu", preset="local", sizes=dict(devices=devices))
 
@@ -265,8 +378,8 @@ def _level(where, d, src, base: LinkLevel | None = None) -> LinkLevel:
     if f["scope"] not in SCOPES: raise TopologyError(f"{where}: scope {f['scope']!r} must be one of {', '.join(SCOPES)}")
     changed = ", ".join(sorted(set(d) - {"note"}))
     note = d.get("note") or (f"from {src}" if base is None else f"{changed} from {src}; base: {base.note}" if changed else base.note)
-    return LinkLevel(str(f["name"]), f["scope"], float(_pos(f"{where}.bandwidth_GBps", f["bandwidth_GBps"])),
-                     _pos(f"{where}.latency_us", f["latency_us"]) * 1e-6, str(f.get("plane", "parameter")), note)
+    return LinkLevel(str(f["name"]), f["scope"], bandwidth_GBps=float(_pos(f"{where}.bandwidth_GBps", f["bandwidth_GBps"])),
+                     latency_s=_pos(f"{where}.latency_us", f["latency_us"]) * 1e-6, plane=str(f.get("plane", "parameter")), note=note)
 
 def topology_from_spec(spec: dict,             # a topology file's contents (see above)
                        source: str = "spec",   # where it came from, for notes and errors

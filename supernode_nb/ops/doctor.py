@@ -12,8 +12,8 @@ from ..foundation.core import LOOPBACK, Parser, emit, free_port
 from ..foundation.config import (ModelSpec, ParallelConfig, MODEL_PRESETS, check, get_model, num_params, add_model_args,
                                  add_parallel_args, config_from_args, model_from_args)
 from .report import LAYERS, VERDICTS, Check, Report, Context, worst, versions, check_versions, topology_of, jsonable
-from .netcheck import (check_links, check_collectives, check_planes, check_plane_binding, check_link_speed,
-                                       check_interfaces)
+from .netcheck import (check_links, check_collectives, check_planes, check_plane_binding, check_storage_binding,
+                                       check_link_speed, check_interfaces)
 
 # %% auto #0
 __all__ = ['CHECKS', 'strategy_calls', 'leftover_processes', 'doctor', 'parse_binding', 'cli_doctor']
@@ -28,17 +28,33 @@ def _check_code(ctx) -> list[Check]:
         try: importlib.import_module(f"supernode_nb.{n}")
         except Exception as e: bad[n] = f"{type(e).__name__}: {e}"
     if bad:
-        return [Check("model", "code", "fail", f"{len(bad)} of {len(names)} modules fail to import: " +
-                      "; ".join(f"{k}: {v}" for k, v in bad.items()), "run `python -c 'import supernode_nb.<module>'` for the traceback",
-                      {"modules": names, "failed": bad})]
-    return [Check("model", "code", "ok", f"all {len(names)} modules import", "", {"modules": names})]
+        return [
+            Check(
+                "model",
+                "code",
+                verdict="fail",
+                detail=f"{len(bad)} of {len(names)} modules fail to import: " + "; ".join(f"{k}: {v}" for k, v in bad.items()),
+                next="run `python -c 'import supernode_nb.<module>'` for the traceback",
+                data={"modules": names, "failed": bad},
+            )
+        ]
+    return [Check("model", "code", verdict="ok", detail=f"all {len(names)} modules import", next="", data={"modules": names})]
 
 # %% ../../nbs/50_ops/50_doctor.ipynb #82c8992c
 def _check_forward(ctx) -> list[Check]:
     from supernode_nb.parallel import model as mod
     n = num_params(ctx.model)
-    if n > 50e6: return [Check("model", "forward", "skipped", f"{ctx.model.name} has {n/1e9:.2f} B parameters: too big to build here",
-                               "run the same check with a tiny preset of the same shape", {"params": n})]
+    if n > 50e6:
+        return [
+            Check(
+                "model",
+                "forward",
+                verdict="skipped",
+                detail=f"{ctx.model.name} has {n / 1e9:.2f} B parameters: too big to build here",
+                next="run the same check with a tiny preset of the same shape",
+                data={"params": n},
+            )
+        ]
     import torch
     m = mod.GPT(ctx.model, seed=0)
     tok = torch.randint(0, ctx.model.vocab, (2, ctx.model.seq_len), generator=torch.Generator().manual_seed(0))
@@ -48,23 +64,36 @@ def _check_forward(ctx) -> list[Check]:
     ref = math.log(ctx.model.vocab); lv = loss.item()
     data = {"loss": lv, "ln_vocab": ref, "params": n, "nonfinite_grads": bad}
     if not math.isfinite(lv) or bad:
-        return [Check("model", "forward", "fail", f"loss {lv} / non-finite grads in {bad[:3]}", "check the init and the data", data)]
+        return [
+            Check(
+                "model",
+                "forward",
+                verdict="fail",
+                detail=f"loss {lv} / non-finite grads in {bad[:3]}",
+                next="check the init and the data",
+                data=data,
+            )
+        ]
     if abs(lv - ref) > 1.0:
-        return [Check("model", "forward", "warn", f"initial loss {lv:.3f}, far from ln(vocab) = {ref:.3f}",
-                      "check the init scale and the loss function", data)]
-    return [Check("model", "forward", "ok", f"forward+backward: initial loss {lv:.3f} ≈ ln(vocab) = {ref:.3f}", "", data)]
+        return [Check("model", "forward", verdict="warn", detail=f"initial loss {lv:.3f}, far from ln(vocab) = {ref:.3f}",
+                      next="check the init scale and the loss function", data=data)]
+    return [
+        Check(
+            "model", "forward", verdict="ok", detail=f"forward+backward: initial loss {lv:.3f} ≈ ln(vocab) = {ref:.3f}", next="", data=data
+        )
+    ]
 
 # %% ../../nbs/50_ops/50_doctor.ipynb #43aa54d6
 def _check_checkpoint(ctx) -> list[Check]:
-    if not ctx.checkpoint: return [Check("model", "checkpoint", "skipped", "no checkpoint folder given (--checkpoint DIR)",
-                                         "pass --checkpoint DIR to verify one")]
+    if not ctx.checkpoint: return [Check("model", "checkpoint", verdict="skipped", detail="no checkpoint folder given (--checkpoint DIR)",
+                                         next="pass --checkpoint DIR to verify one")]
     from supernode_nb.parallel import checkpoint as mod
     try: info = mod.verify(ctx.checkpoint)
     except Exception as e:
-        return [Check("model", "checkpoint", "fail", f"{type(e).__name__}: {e}",
-                      "resume from an earlier step (checkpoint.list_checkpoints) or re-save", {"path": ctx.checkpoint})]
-    return [Check("model", "checkpoint", "ok", f"step {info.get('step')} at {info.get('path')}: {info.get('files')} files, "
-                  f"{info.get('bytes', 0)/1e6:.1f} MB, checksums match", "", jsonable(info))]
+        return [Check("model", "checkpoint", verdict="fail", detail=f"{type(e).__name__}: {e}",
+                      next="resume from an earlier step (checkpoint.list_checkpoints) or re-save", data={"path": ctx.checkpoint})]
+    return [Check("model", "checkpoint", verdict="ok", detail=f"step {info.get('step')} at {info.get('path')}: {info.get('files')} files, "
+                  f"{info.get('bytes', 0)/1e6:.1f} MB, checksums match", next="", data=jsonable(info))]
 
 # %% ../../nbs/50_ops/50_doctor.ipynb #4a33afe7
 def _check_strategy(ctx) -> list[Check]:
@@ -72,9 +101,18 @@ def _check_strategy(ctx) -> list[Check]:
     errs = eng.engine_check(ctx.model, ctx.config, ctx.world)
     cfg = ctx.config
     lay = "·".join(f"{a}{getattr(cfg, a)}" for a in ("dp", "tp", "pp", "ep", "cp") if getattr(cfg, a) > 1) or "single"
-    if errs: return [Check("framework", "strategy", "fail", f"{lay} on {ctx.world} ranks: " + "; ".join(errs),
-                           "fix the degrees (supernode-nb validate lists each constraint)", {"errors": errs})]
-    return [Check("framework", "strategy", "ok", f"{lay} of {ctx.model.name} on {ctx.world} ranks is valid", "", {"layout": lay})]
+    if errs: return [Check("framework", "strategy", verdict="fail", detail=f"{lay} on {ctx.world} ranks: " + "; ".join(errs),
+                           next="fix the degrees (supernode-nb validate lists each constraint)", data={"errors": errs})]
+    return [
+        Check(
+            "framework",
+            "strategy",
+            verdict="ok",
+            detail=f"{lay} of {ctx.model.name} on {ctx.world} ranks is valid",
+            next="",
+            data={"layout": lay},
+        )
+    ]
 
 # %% ../../nbs/50_ops/50_doctor.ipynb #2c2b7277
 def _check_memory(ctx) -> list[Check]:
@@ -83,13 +121,28 @@ def _check_memory(ctx) -> list[Check]:
     est = cm.estimate(ctx.model, ctx.config, topo)
     mem, cap = _memory_of(est), est.memory_limit_bytes or topo.chip.memory_bytes
     data = {"memory_bytes": mem, "capacity_bytes": cap, "breakdown": est.memory_breakdown}
-    if mem is None: return [Check("framework", "memory", "skipped", f"the estimate has no memory figure ({type(est).__name__})", "", data)]
+    if mem is None:
+        return [
+            Check(
+                "framework",
+                "memory",
+                verdict="skipped",
+                detail=f"the estimate has no memory figure ({type(est).__name__})",
+                next="",
+                data=data,
+            )
+        ]
     chip = topo.chip.name
     if est.oom or (cap and mem > cap):
         advice = "; ".join(est.advice or []) or "raise tp or pp, turn on ZeRO or recompute (supernode-nb plan)"
         return [
             Check(
-                "framework", "memory", "fail", f"estimated {mem / 2**30:.2f} GiB per device > {cap / 2**30:.1f} GiB on {chip}", advice, data
+                "framework",
+                "memory",
+                verdict="fail",
+                detail=f"estimated {mem / 2**30:.2f} GiB per device > {cap / 2**30:.1f} GiB on {chip}",
+                next=advice,
+                data=data,
             )
         ]
     verdict = "warn" if cap and mem > 0.9 * cap else "ok"
@@ -97,10 +150,10 @@ def _check_memory(ctx) -> list[Check]:
         Check(
             "framework",
             "memory",
-            verdict,
-            f"estimated {mem / 2**30:.3f} GiB per device" + (f" of {cap / 2**30:.1f} GiB ({chip})" if cap else ""),
-            "little headroom: activations spike above the estimate" if verdict == "warn" else "",
-            data,
+            verdict=verdict,
+            detail=f"estimated {mem / 2**30:.3f} GiB per device" + (f" of {cap / 2**30:.1f} GiB ({chip})" if cap else ""),
+            next="little headroom: activations spike above the estimate" if verdict == "warn" else "",
+            data=data,
         )
     ]
 
@@ -124,26 +177,45 @@ def strategy_calls(cfg: ParallelConfig, dtypes=("float32", "bfloat16")) -> list[
 
 def _check_support(ctx) -> list[Check]:
     from supernode_nb.comm import backend as be
-    try: choice = be.pick(ctx.device)
+    try:
+        choice = be.pick(ctx.device)
     except Exception as e:
-        return [Check("operators", "support", "fail", f"{type(e).__name__}: {e}", "look at the physical layer (accelerators found)")]
+        return [
+            Check(
+                "operators",
+                "support",
+                verdict="fail",
+                detail=f"{type(e).__name__}: {e}",
+                next="look at the physical layer (accelerators found)",
+            )
+        ]
     calls = strategy_calls(ctx.config)
     data = {"device": choice.device, "backend": choice.backend, "calls": calls}
-    try: be.check_plan(choice.backend, calls)
+    try:
+        be.check_plan(choice.backend, calls)
     except Exception as e:
-        return [Check("operators", "support", "fail", str(e), "change the dtype or the strategy, or use another backend", data)]
+        return [
+            Check(
+                "operators",
+                "support",
+                verdict="fail",
+                detail=str(e),
+                next="change the dtype or the strategy, or use another backend",
+                data=data,
+            )
+        ]
     sup = be.SUPPORT.get(choice.backend)
     src = "" if sup is None else (" (table measured here)" if sup.verified else " (documented table, not run here)")
     return [
         Check(
             "operators",
             "support",
-            "ok",
-            f"{choice.device}/{choice.backend}: all {len(calls)} (op, dtype) pairs of the strategy supported{src}"
+            verdict="ok",
+            detail=f"{choice.device}/{choice.backend}: all {len(calls)} (op, dtype) pairs of the strategy supported{src}"
             if calls
             else f"{choice.device}/{choice.backend}: the strategy issues no collective",
-            "",
-            data,
+            next="",
+            data=data,
         )
     ]
 
@@ -163,9 +235,27 @@ def _check_matmul(ctx) -> list[Check]:
             out[str(dt).removeprefix("torch.")] = 2 * n ** 3 / dt_s / 1e9
         except Exception as e: out[str(dt).removeprefix("torch.")] = f"{type(e).__name__}: {e}"
     bad = {k: v for k, v in out.items() if isinstance(v, str)}
-    if bad: return [Check("operators", "execution", "fail", f"matmul failed: {bad}", "the operator is not supported on this device", out)]
-    return [Check("operators", "execution", "ok", f"{n}×{n} matmul on {dev}: " + ", ".join(f"{k} {v:.1f} GFLOP/s" for k, v in out.items()),
-                  "", {"gflops": out, "device": dev})]
+    if bad:
+        return [
+            Check(
+                "operators",
+                "execution",
+                verdict="fail",
+                detail=f"matmul failed: {bad}",
+                next="the operator is not supported on this device",
+                data=out,
+            )
+        ]
+    return [
+        Check(
+            "operators",
+            "execution",
+            verdict="ok",
+            detail=f"{n}×{n} matmul on {dev}: " + ", ".join(f"{k} {v:.1f} GFLOP/s" for k, v in out.items()),
+            next="",
+            data={"gflops": out, "device": dev},
+        )
+    ]
 
 # %% ../../nbs/50_ops/50_doctor.ipynb #fe9e1c28
 _LEFTOVER = (("ipcontroller", "ipyparallel controller"), ("ipyparallel.controller", "ipyparallel controller"),
@@ -200,19 +290,38 @@ def _check_resources(ctx) -> list[Check]:
     if ctx.world > cores: warns.append(f"{ctx.world} ranks on {cores} cores: ranks time-share, timings are inflated")
     if load1 is not None and load1 > cores: warns.append(f"load {load1:.1f} above {cores} cores: other work competes")
     if vm.available < 1 * 2**30: warns.append(f"only {vm.available/2**30:.2f} GiB memory free")
-    if warns: return [Check("scheduling", "resources", "warn", det + "; " + "; ".join(warns),
-                            "run fewer ranks or wait for other jobs; compare timings only between runs on an idle machine", data)]
-    return [Check("scheduling", "resources", "ok", det, "", data)]
+    if warns: return [Check("scheduling", "resources", verdict="warn", detail=det + "; " + "; ".join(warns),
+                            next="run fewer ranks or wait for other jobs; compare timings only between runs on an idle machine", data=data)]
+    return [Check("scheduling", "resources", verdict="ok", detail=det, next="", data=data)]
 
 def _check_leftovers(ctx) -> list[Check]:
     procs = leftover_processes()
     if procs:
         kinds = {}
         for p in procs: kinds[p["kind"]] = kinds.get(p["kind"], 0) + 1
-        return [Check("scheduling", "leftovers", "warn", f"{len(procs)} processes of earlier distributed runs still alive: " +
-                      ", ".join(f"{n} {k}" for k, n in kinds.items()) + f" (pids {', '.join(str(p['pid']) for p in procs[:8])})",
-                      "stop them (Cluster.stop, or kill the pids if they are yours) before the next run", {"processes": procs})]
-    return [Check("scheduling", "leftovers", "ok", "no leftover engines, controllers or torchrun agents", "", {"processes": []})]
+        return [
+            Check(
+                "scheduling",
+                "leftovers",
+                verdict="warn",
+                detail=f"{len(procs)} processes of earlier distributed runs still alive: "
+                + ", ".join(f"{n} {k}" for k, n in kinds.items())
+                + f" (pids {', '.join(str(p['pid']) for p in procs[:8])})",
+                next="stop them (Cluster.stop, or kill the pids if they are yours) before the next run",
+                data={"processes": procs},
+            )
+        ]
+    return [
+        Check(
+            "scheduling",
+            "leftovers",
+            verdict="ok",
+            detail="no leftover engines, controllers or torchrun agents",
+            next="",
+            data={"processes": []},
+        )
+    ]
+
 
 def _check_ports(ctx) -> list[Check]:
     try:
@@ -220,9 +329,15 @@ def _check_ports(ctx) -> list[Check]:
         with socket.socket() as s: s.bind((LOOPBACK, p)); s.listen(1)
     except OSError as e:
         return [
-            Check("scheduling", "ports", "fail", f"cannot bind a port on {LOOPBACK}: {e}", "check the loopback interface and port limits")
+            Check(
+                "scheduling",
+                "ports",
+                verdict="fail",
+                detail=f"cannot bind a port on {LOOPBACK}: {e}",
+                next="check the loopback interface and port limits",
+            )
         ]
-    return [Check("scheduling", "ports", "ok", f"a free port on {LOOPBACK} binds ({p})", "", {"port": p})]
+    return [Check("scheduling", "ports", verdict="ok", detail=f"a free port on {LOOPBACK} binds ({p})", next="", data={"port": p})]
 
 # %% ../../nbs/50_ops/50_doctor.ipynb #d7143aea
 def _check_accelerators(ctx) -> list[Check]:
@@ -235,11 +350,11 @@ def _check_accelerators(ctx) -> list[Check]:
             Check(
                 "physical",
                 "accelerators",
-                "fail",
-                f"{ctx.device} asked for but not found: {pr[ctx.device].reason if ctx.device in pr else 'unknown device'}",
-                "npu-smi info / nvidia-smi; check drivers and "
+                verdict="fail",
+                detail=f"{ctx.device} asked for but not found: {pr[ctx.device].reason if ctx.device in pr else 'unknown device'}",
+                next="npu-smi info / nvidia-smi; check drivers and "
                 f"{'ASCEND_RT_VISIBLE_DEVICES' if ctx.device == 'npu' else 'CUDA_VISIBLE_DEVICES'}",
-                data,
+                data=data,
             )
         ]
     if not acc:
@@ -247,15 +362,15 @@ def _check_accelerators(ctx) -> list[Check]:
             Check(
                 "physical",
                 "accelerators",
-                "ok",
-                "no accelerator ("
+                verdict="ok",
+                detail="no accelerator ("
                 + "; ".join(f"{k}: {p.reason}" for k, p in pr.items() if k != "cpu")
                 + f") — ranks run on {pr['cpu'].count} CPU cores with gloo",
-                "",
-                data,
+                next="",
+                data=data,
             )
         ]
-    return [Check("physical", "accelerators", "ok", "found " + ", ".join(acc), "", data)]
+    return [Check("physical", "accelerators", verdict="ok", detail="found " + ", ".join(acc), next="", data=data)]
 
 def _check_host_memory(ctx) -> list[Check]:
     import psutil
@@ -268,15 +383,28 @@ def _check_host_memory(ctx) -> list[Check]:
         need = per_rank * ctx.world
         data["need"] = need
         if need > vm.available:
-            return [Check("physical", "memory", "fail", f"{ctx.world} ranks need ~{need/2**30:.2f} GiB, {vm.available/2**30:.2f} GiB free",
-                          "fewer ranks or a smaller model", data)]
+            return [
+                Check(
+                    "physical",
+                    "memory",
+                    verdict="fail",
+                    detail=f"{ctx.world} ranks need ~{need / 2**30:.2f} GiB, {vm.available / 2**30:.2f} GiB free",
+                    next="fewer ranks or a smaller model",
+                    data=data,
+                )
+            ]
         return [
             Check(
-                "physical", "memory", "ok", f"{ctx.world} ranks need ~{need / 2**30:.3f} GiB; {vm.available / 2**30:.1f} GiB free", "", data
+                "physical",
+                "memory",
+                verdict="ok",
+                detail=f"{ctx.world} ranks need ~{need / 2**30:.3f} GiB; {vm.available / 2**30:.1f} GiB free",
+                next="",
+                data=data,
             )
         ]
-    return [Check("physical", "memory", "ok", f"{vm.available/2**30:.1f} GiB of {vm.total/2**30:.1f} GiB host memory free "
-                  "(no per-rank estimate: the cost model rejects this strategy)", "", data)]
+    return [Check("physical", "memory", verdict="ok", detail=f"{vm.available/2**30:.1f} GiB of {vm.total/2**30:.1f} GiB host memory free "
+                  "(no per-rank estimate: the cost model rejects this strategy)", next="", data=data)]
 
 # %% ../../nbs/50_ops/50_doctor.ipynb #20c4d3f2
 def _check_sensors(ctx) -> list[Check]:
@@ -296,17 +424,25 @@ def _check_sensors(ctx) -> list[Check]:
             data[t] = r.stdout[-2000:]
         except Exception as e: smi.append(f"{t}: {type(e).__name__}")
     if not temps and not smi:
-        return [Check("physical", "sensors", "skipped", "no temperature sensors exposed and no npu-smi / nvidia-smi (container or VM)",
-                      "on real hardware: npu-smi info / nvidia-smi for temperature, power and ECC errors", data)]
+        return [
+            Check(
+                "physical",
+                "sensors",
+                verdict="skipped",
+                detail="no temperature sensors exposed and no npu-smi / nvidia-smi (container or VM)",
+                next="on real hardware: npu-smi info / nvidia-smi for temperature, power and ECC errors",
+                data=data,
+            )
+        ]
     if hot:
         return [
             Check(
                 "physical",
                 "sensors",
-                "warn",
-                "at or above the high mark: " + ", ".join(f"{k}/{l} {c}°C (high {h})" for k, l, c, h in hot),
-                "check cooling; throttled devices slow the whole job",
-                data,
+                verdict="warn",
+                detail="at or above the high mark: " + ", ".join(f"{k}/{l} {c}°C (high {h})" for k, l, c, h in hot),
+                next="check cooling; throttled devices slow the whole job",
+                data=data,
             )
         ]
     n = sum(len(v) for v in temps.values())
@@ -314,10 +450,10 @@ def _check_sensors(ctx) -> list[Check]:
         Check(
             "physical",
             "sensors",
-            "ok",
-            (f"{n} temperature sensors below their high marks" if n else "") + ("; " if n and smi else "") + "; ".join(smi),
-            "",
-            data,
+            verdict="ok",
+            detail=(f"{n} temperature sensors below their high marks" if n else "") + ("; " if n and smi else "") + "; ".join(smi),
+            next="",
+            data=data,
         )
     ]
 
@@ -327,11 +463,11 @@ CHECKS: list[Callable] = [_check_code, _check_forward, _check_checkpoint,
                           check_links, check_collectives,
                           _check_support, _check_matmul,
                           _check_resources, _check_leftovers, _check_ports,
-                          check_planes, check_plane_binding, check_link_speed, check_interfaces,
+                          check_planes, check_plane_binding, check_storage_binding, check_link_speed, check_interfaces,
                           _check_accelerators, _check_host_memory, _check_sensors]
 _LAYER_OF = {f: l for l, fs in {"model": CHECKS[0:3], "framework": CHECKS[3:6], "communication": CHECKS[6:8],
-                                "operators": CHECKS[8:10], "scheduling": CHECKS[10:13], "network": CHECKS[13:17],
-                                "physical": CHECKS[17:20]}.items() for f in fs}
+                                "operators": CHECKS[8:10], "scheduling": CHECKS[10:13], "network": CHECKS[13:18],
+                                "physical": CHECKS[18:21]}.items() for f in fs}
 
 # %% ../../nbs/50_ops/50_doctor.ipynb #d9cf59ad
 def _guarded(f, ctx) -> list[Check]:
@@ -339,9 +475,9 @@ def _guarded(f, ctx) -> list[Check]:
     try: cs = f(ctx)
     except Exception as e:
         name = f.__name__.removeprefix("_check_")
-        cs = [Check(_LAYER_OF.get(f, "model"), name, "warn", f"the check itself raised {type(e).__name__}: {e}",
-                    "report this as a supernode_nb bug (SUPERNODE_NB_DEBUG=1 shows the traceback)",
-                    {"traceback": traceback.format_exc()[-2000:]})]
+        cs = [Check(_LAYER_OF.get(f, "model"), name, verdict="warn", detail=f"the check itself raised {type(e).__name__}: {e}",
+                    next="report this as a supernode_nb bug (SUPERNODE_NB_DEBUG=1 shows the traceback)",
+                    data={"traceback": traceback.format_exc()[-2000:]})]
         if os.environ.get("SUPERNODE_NB_DEBUG"): raise
     dt = time.monotonic() - t0
     for c in cs:
@@ -366,7 +502,19 @@ def doctor(model: ModelSpec | str | None = None,    # a preset name or spec (def
     model = get_model(model) if isinstance(model, str) else (model or MODEL_PRESETS["tiny-gpt"])
     if config is None: config = ParallelConfig(dp=world or 2)
     world = world or config.world_size
-    ctx = Context(model, config, world, quick, topology, checkpoint, device, timeout_s, binding, commbench, subnets)
+    ctx = Context(
+        model,
+        config,
+        world=world,
+        quick=quick,
+        topology=topology,
+        checkpoint=checkpoint,
+        device=device,
+        timeout_s=timeout_s,
+        binding=binding,
+        commbench=commbench,
+        subnets=subnets,
+    )
     cs = [c for f in (checks or CHECKS) for c in _guarded(f, ctx)]
     cs.sort(key=lambda c: LAYERS.index(c.layer))
     try: vs = versions()

@@ -13,7 +13,8 @@ from ..foundation.planes import check_binding, slowed_topology, link_speeds
 from .report import Check, Context, topology_of, jsonable
 
 # %% auto #0
-__all__ = ['check_links', 'check_collectives', 'check_planes', 'check_plane_binding', 'check_link_speed', 'check_interfaces']
+__all__ = ['check_links', 'check_collectives', 'check_planes', 'check_plane_binding', 'check_storage_binding', 'check_link_speed',
+           'check_interfaces']
 
 # %% ../../nbs/50_ops/53_netcheck.ipynb #496ef32a
 def _bench_allreduce(rank: int, world: int, sizes: list[int], iters: int = 5) -> dict:
@@ -34,8 +35,19 @@ def _bench_allreduce(rank: int, world: int, sizes: list[int], iters: int = 5) ->
 def check_links(ctx: Context) -> list[Check]:
     "Communication layer: the ipyparallel link pre-check over the layout's groups (skipped with `quick` or one rank)."
     if ctx.quick:
-        return [Check("communication", "link pre-check", "skipped", "--quick: no ipyparallel cluster started", "run without --quick")]
-    if ctx.world < 2: return [Check("communication", "link pre-check", "skipped", f"world={ctx.world}: no link to check", "use --world 2")]
+        return [
+            Check(
+                "communication",
+                "link pre-check",
+                verdict="skipped",
+                detail="--quick: no ipyparallel cluster started",
+                next="run without --quick",
+            )
+        ]
+    if ctx.world < 2:
+        return [
+            Check("communication", "link pre-check", verdict="skipped", detail=f"world={ctx.world}: no link to check", next="use --world 2")
+        ]
     return [_run_precheck(ctx)]
 
 def _run_precheck(ctx: Context) -> Check:
@@ -43,36 +55,49 @@ def _run_precheck(ctx: Context) -> Check:
     from supernode_nb.runtime.cluster import Cluster
     from supernode_nb.runtime.precheck import precheck
     cfg = ctx.config
-    try: lay = RankLayout(tp=cfg.tp, cp=cfg.cp, ep=cfg.ep, dp=cfg.dp, pp=cfg.pp, order=cfg.order)
-    except Exception as e: return Check("communication", "link pre-check", "skipped", f"no layout: {e}", "fix the strategy first")
+    try:
+        lay = RankLayout(tp=cfg.tp, cp=cfg.cp, ep=cfg.ep, dp=cfg.dp, pp=cfg.pp, order=cfg.order)
+    except Exception as e:
+        return Check("communication", "link pre-check", verdict="skipped", detail=f"no layout: {e}", next="fix the strategy first")
     if lay.world_size != ctx.world:
         return Check(
             "communication",
             "link pre-check",
-            "skipped",
-            f"layout needs {lay.world_size} ranks, world is {ctx.world}",
-            "fix the strategy first",
+            verdict="skipped",
+            detail=f"layout needs {lay.world_size} ranks, world is {ctx.world}",
+            next="fix the strategy first",
         )
     t0 = time.monotonic()
     try:
         with Cluster(ctx.world, device=ctx.device, timeout=min(ctx.timeout_s, 20)) as c:
             rep = precheck(c, lay, timeout=min(ctx.timeout_s, 10))
     except Exception as e:
-        return Check("communication", "link pre-check", "fail", f"{type(e).__name__}: {e}",
-                     "look at the scheduling layer (leftover processes, ports) and the named ranks", {}, time.monotonic() - t0)
+        return Check(
+            "communication",
+            "link pre-check",
+            verdict="fail",
+            detail=f"{type(e).__name__}: {e}",
+            next="look at the scheduling layer (leftover processes, ports) and the named ranks",
+            data={},
+            seconds=time.monotonic() - t0,
+        )
     d = rep.to_dict()
     down = [f"{l.axis} {l.a}↔{l.b}: {l.error}" for l in rep.down()]
     det = (f"{sum(x['links_up'] for x in d['axes'].values())} links up over {len(d['axes'])} axes, every group's all_reduce ok "
            f"({d['elapsed_s']:.2f} s)") if rep.ok else f"links down: {'; '.join(down) or d.get('missing')}"
-    return Check("communication", "link pre-check", "ok" if rep.ok else "fail", det,
-                 "" if rep.ok else "look at the named ranks and axes", jsonable(d), time.monotonic() - t0)
+    return Check("communication", "link pre-check", verdict="ok" if rep.ok else "fail", detail=det,
+                 next="" if rep.ok else "look at the named ranks and axes", data=jsonable(d), seconds=time.monotonic() - t0)
 
 # %% ../../nbs/50_ops/53_netcheck.ipynb #269ef165
 def check_collectives(ctx: Context) -> list[Check]:
     "Communication layer: `world` local gloo ranks join (link setup) and time all_reduce (busbw against the local link)."
     from supernode_nb.runtime.launch import spawn, LaunchError
     from supernode_nb.cost.commbw import busbw
-    if ctx.world < 2: return [Check("communication", "collectives", "skipped", f"world={ctx.world}: no peer to talk to", "use --world 2")]
+
+    if ctx.world < 2:
+        return [
+            Check("communication", "collectives", verdict="skipped", detail=f"world={ctx.world}: no peer to talk to", next="use --world 2")
+        ]
     sizes = [1 << 20] if ctx.quick else [1 << 20, 16 << 20]
     t0 = time.monotonic()
     try:
@@ -89,16 +114,23 @@ def check_collectives(ctx: Context) -> list[Check]:
             Check(
                 "communication",
                 "link setup",
-                "fail",
-                f"{ctx.world} local gloo ranks did not all join: {e}",
-                "check loopback, free ports and leftover processes (scheduling layer)",
-                {},
-                time.monotonic() - t0,
+                verdict="fail",
+                detail=f"{ctx.world} local gloo ranks did not all join: {e}",
+                next="check loopback, free ports and leftover processes (scheduling layer)",
+                data={},
+                seconds=time.monotonic() - t0,
             )
         ]
     join = time.monotonic() - t0
-    link = Check("communication", "link setup", "ok", f"{ctx.world} local gloo ranks joined and passed a barrier in {join:.2f} s "
-                 f"(process start + import + rendezvous)", "", {"seconds": join, "barrier_s": max(r["barrier_s"] for r in res)}, join)
+    link = Check(
+        "communication",
+        "link setup",
+        verdict="ok",
+        detail=f"{ctx.world} local gloo ranks joined and passed a barrier in {join:.2f} s (process start + import + rendezvous)",
+        next="",
+        data={"seconds": join, "barrier_s": max(r["barrier_s"] for r in res)},
+        seconds=join,
+    )
     perf = {n: max(r["sizes"][n] for r in res) for n in sizes}
     bw = {n: busbw("all_reduce", n, t, ctx.world) / 1e9 for n, t in perf.items()}
     ref = topology_of(ctx).levels[0].bandwidth_GBps if ctx.topology == "local" else None
@@ -106,10 +138,19 @@ def check_collectives(ctx: Context) -> list[Check]:
     data = {"seconds": {str(n): t for n, t in perf.items()}, "busbw_GBps": {str(n): b for n, b in bw.items()}, "reference_GBps": ref}
     det = ", ".join(f"{n >> 20} MiB {perf[n]*1e3:.1f} ms busbw {bw[n]:.2f} GB/s" for n in sizes)
     if ref and best < 0.1 * ref:
-        return [link, Check("communication", "collectives", "warn", f"all_reduce on {ctx.world} ranks: {det} — under 10% of the "
-                            f"{ref} GB/s the local topology assumes", "look at the CPU load (scheduling layer) and other jobs", data)]
-    return [link, Check("communication", "collectives", "ok", f"all_reduce on {ctx.world} ranks: {det}" +
-                        (f" (local topology assumes {ref} GB/s)" if ref else ""), "", data)]
+        return [
+            link,
+            Check(
+                "communication",
+                "collectives",
+                verdict="warn",
+                detail=f"all_reduce on {ctx.world} ranks: {det} — under 10% of the {ref} GB/s the local topology assumes",
+                next="look at the CPU load (scheduling layer) and other jobs",
+                data=data,
+            ),
+        ]
+    return [link, Check("communication", "collectives", verdict="ok", detail=f"all_reduce on {ctx.world} ranks: {det}" +
+                        (f" (local topology assumes {ref} GB/s)" if ref else ""), next="", data=data)]
 
 # %% ../../nbs/50_ops/53_netcheck.ipynb #452b1e6c
 def _placement(ctx: Context):
@@ -119,8 +160,10 @@ def _placement(ctx: Context):
 
 def check_planes(ctx: Context) -> list[Check]:
     "Network layer: each axis's share of traffic per plane under the placement, and the placement's flags."
-    try: pl = _placement(ctx)
-    except Exception as e: return [Check("network", "planes", "skipped", f"no placement: {e}", "fix the strategy first")]
+    try:
+        pl = _placement(ctx)
+    except Exception as e:
+        return [Check("network", "planes", verdict="skipped", detail=f"no placement: {e}", next="fix the strategy first")]
     rep, cfg = pl.axis_report(), ctx.config
     busy = {ax: r for ax, r in rep.items() if r.get("size", 1) > 1 and not (ax == "edp" and cfg.ep == 1)}
     flags = [f for r in busy.values() for f in r.get("flags", []) if "by design" not in f]   # dp crossing domains is the plan
@@ -128,9 +171,9 @@ def check_planes(ctx: Context) -> list[Check]:
     det = "; ".join(f"{ax} → " + ", ".join(f"{p} plane {s:.0%}" for p, s in sh.items() if s) +
                     f" (slowest link {busy[ax].get('slowest_level')})" for ax, sh in share.items()) or "no axis has traffic"
     data = {"topology": pl.topology.name, "share_by_plane": share, "flags": flags}
-    if flags: return [Check("network", "planes", "warn", f"on {pl.topology.name}: {det}; flags: " + "; ".join(flags),
-                            "re-place (topology-aware) or change the degrees so the busy axes stay in the domain", data)]
-    return [Check("network", "planes", "ok", f"on {pl.topology.name}: {det}", "", data)]
+    if flags: return [Check("network", "planes", verdict="warn", detail=f"on {pl.topology.name}: {det}; flags: " + "; ".join(flags),
+                            next="re-place (topology-aware) or change the degrees so the busy axes stay in the domain", data=data)]
+    return [Check("network", "planes", verdict="ok", detail=f"on {pl.topology.name}: {det}", next="", data=data)]
 
 # %% ../../nbs/50_ops/53_netcheck.ipynb #ef0c82f8
 def _traffic(ctx: Context, topo) -> tuple[dict, float | None, object]:
@@ -154,20 +197,26 @@ def _misbinding_cost(ctx: Context, topo, est) -> dict:
 def check_plane_binding(ctx: Context) -> list[Check]:
     "Network layer: NICs bound to the wrong plane, the axes whose traffic lands there, and the step time it costs."
     if not ctx.binding and not ctx.subnets:
-        return [Check("network", "binding", "skipped", "no NIC binding given: every plane assumed on its own interface",
-                      "pass --binding parameter=IFACE,... (what *_SOCKET_IFNAME and the mounts use), or --subnets plane=CIDR,...")]
+        return [Check("network", "binding", verdict="skipped", detail="no NIC binding given: every plane assumed on its own interface",
+                      next="pass --binding parameter=IFACE,... (what *_SOCKET_IFNAME and the mounts use), or --subnets plane=CIDR,...")]
     if not ctx.binding and not topology_of(ctx).__dict__.get("_binding", {}).get(None):
-        return [Check("network", "binding", "warn", "no HCCL/NCCL/GLOO_SOCKET_IFNAME set: the collective library picks the "
-                      "gradients' interface itself", "pin it to the parameter-plane interface", {"subnets": ctx.subnets})]
-    try: pl = _placement(ctx)
-    except Exception as e: return [Check("network", "binding", "skipped", f"no placement: {e}", "fix the strategy first")]
+        return [Check("network", "binding", verdict="warn", detail="no HCCL/NCCL/GLOO_SOCKET_IFNAME set: the collective library picks the "
+                      "gradients' interface itself", next="pin it to the parameter-plane interface", data={"subnets": ctx.subnets})]
+    try:
+        pl = _placement(ctx)
+    except Exception as e:
+        return [Check("network", "binding", verdict="skipped", detail=f"no placement: {e}", next="fix the strategy first")]
     topo = pl.topology
     traffic, step_s, est = _traffic(ctx, topo)
     rep = pl.plane_report(traffic, step_s)
     cost = _misbinding_cost(ctx, topo, est) if any(m["slower"] for m in rep["misbindings"]) else {}
     data = jsonable({"misbindings": rep["misbindings"], "flags": rep["flags"], "planes": rep["planes"], **cost})
     if not rep["misbindings"]:
-        return [Check("network", "binding", "ok", "every plane's traffic leaves on its own plane's interface", "", data)]
+        return [
+            Check(
+                "network", "binding", verdict="ok", detail="every plane's traffic leaves on its own plane's interface", next="", data=data
+            )
+        ]
     slow = any(m["slower"] for m in rep["misbindings"]) and any(" lands on " in f for f in rep["flags"])
     det = "; ".join([m["text"] for m in rep["misbindings"]] + rep["flags"])
     if cost: det += f"; cost model: step {cost['step_s']:.3g} s → {cost['misbound_step_s']:.3g} s (+{cost['cost_s']:.3g} s)"
@@ -175,10 +224,72 @@ def check_plane_binding(ctx: Context) -> list[Check]:
         Check(
             "network",
             "binding",
-            "fail" if slow else "warn",
-            det,
-            "rebind: set HCCL/NCCL/GLOO_SOCKET_IFNAME to the parameter-plane interface (check `ip addr` against the plane subnets)",
-            data,
+            verdict="fail" if slow else "warn",
+            detail=det,
+            next="rebind: set HCCL/NCCL/GLOO_SOCKET_IFNAME to the parameter-plane interface (check `ip addr` against the plane subnets)",
+            data=data,
+        )
+    ]
+
+# %% ../../nbs/50_ops/53_netcheck.ipynb #ad5724a9
+def _misbound_io(s: dict, mis: dict, step_s: float) -> tuple[list[str], dict]:
+    "A save's write and a step's loading per node at the interfaces the misbinding sends them over."
+    parts, cost = [], {}
+    if (m := mis.get("storage")) is not None:
+        bw = min(s["write_GBps"], m.bandwidth_GBps)
+        cost["misbound_write_s"] = s["checkpoint_bytes_per_node"] / (bw * 1e9) if bw else float("inf")
+        parts.append(f"{m.text}: a save's write {s['write_s']:.3g} s → {cost['misbound_write_s']:.3g} s a node")
+    if (m := mis.get("data")) is not None:
+        bw = min(s["data_GBps"], m.bandwidth_GBps)
+        cost["misbound_data_s"] = s["data_bytes_per_node"] / (bw * 1e9) if bw else float("inf")
+        stall = " — longer than the step: training would wait for data" if cost["misbound_data_s"] > step_s else ""
+        parts.append(f"{m.text}: a step's loading {s['data_s']:.3g} s → {cost['misbound_data_s']:.3g} s a node{stall}")
+    return parts, cost
+
+def check_storage_binding(ctx: Context) -> list[Check]:
+    "Network layer: checkpoint and sample traffic on their own planes' interfaces; a misbinding priced as a save's write and a step's loading."
+    if not ctx.binding and not ctx.subnets:
+        return [
+            Check(
+                "network",
+                "storage binding",
+                verdict="skipped",
+                detail="no NIC binding given: the storage and data planes assumed on their own interfaces",
+                next="pass --binding storage=IFACE,data=IFACE (the interfaces the file system's mounts and the loaders use)",
+            )
+        ]
+    from supernode_nb.cost.costmodel import estimate
+    topo = topology_of(ctx)
+    try:
+        est = estimate(ctx.model, ctx.config, topo)
+    except Exception as e:
+        return [Check("network", "storage binding", verdict="skipped", detail=f"no estimate: {e}", next="fix the strategy first")]
+    s, worst = est.storage, {}
+    for m in check_binding(topo):                     # the slowest node's interface holds every node's save
+        if m.traffic in ("storage", "data") and (m.traffic not in worst or m.bandwidth_GBps < worst[m.traffic].bandwidth_GBps):
+            worst[m.traffic] = m
+    if not worst:
+        return [
+            Check(
+                "network",
+                "storage binding",
+                verdict="ok",
+                detail=f"storage and data traffic leave on their own planes' interfaces: a save "
+                f"writes in {s['write_s']:.3g} s a node, a step loads in {s['data_s']:.3g} s",
+                next="",
+                data=jsonable({"storage": s}),
+            )
+        ]
+    parts, cost = _misbound_io(s, worst, est.step_time_s)
+    data = jsonable({"storage": s, "misbindings": [m.to_dict() for m in worst.values()], **cost})
+    return [
+        Check(
+            "network",
+            "storage binding",
+            verdict="fail" if any(m.slower for m in worst.values()) else "warn",
+            detail="; ".join(parts),
+            next="rebind: mount the shared file system and point the data loaders at the storage- and data-plane interfaces",
+            data=data,
         )
     ]
 
@@ -190,8 +301,8 @@ def _rows(commbench) -> list[dict]:
 
 def check_link_speed(ctx: Context) -> list[Check]:
     "Network layer: a comm-bench result's links against their levels' figures; far below is a link on the slow path."
-    if not ctx.commbench: return [Check("network", "link speed", "skipped", "no comm-bench result given",
-                                        "run `supernode-nb comm-bench --json > cb.json` and pass --commbench cb.json")]
+    if not ctx.commbench: return [Check("network", "link speed", verdict="skipped", detail="no comm-bench result given",
+                                        next="run `supernode-nb comm-bench --json > cb.json` and pass --commbench cb.json")]
     try:
         found = link_speeds(_rows(ctx.commbench), topology_of(ctx))
     except (OSError, ValueError, KeyError) as e:
@@ -199,19 +310,36 @@ def check_link_speed(ctx: Context) -> list[Check]:
             Check(
                 "network",
                 "link speed",
-                "fail",
-                f"cannot read the comm-bench result: {type(e).__name__}: {e}",
-                "pass the JSON rows comm-bench prints",
+                verdict="fail",
+                detail=f"cannot read the comm-bench result: {type(e).__name__}: {e}",
+                next="pass the JSON rows comm-bench prints",
             )
         ]
     if not found:
-        return [Check("network", "link speed", "skipped", "no row of 1 MiB or more on a group of 2+", "benchmark larger messages")]
+        return [
+            Check(
+                "network",
+                "link speed",
+                verdict="skipped",
+                detail="no row of 1 MiB or more on a group of 2+",
+                next="benchmark larger messages",
+            )
+        ]
     det = "; ".join(f"{l['level']} {l['measured_GBps']:.3g} GB/s busbw ({l['ratio']:.0%} of {l['figure_GBps']:g})" for l in found)
     slow = [l for l in found if l["slow"]]
-    if slow: return [Check("network", "link speed", "warn", det + " — " + ", ".join(l["level"] for l in slow) + " far below its figure: "
-                           "a high-speed link on the slow path?", "compare the versions (framework layer) and the transport the "
-                           "collective library logs (NCCL_DEBUG=INFO / HCCL logs): RDMA or sockets, fabric or PCIe", {"levels": found})]
-    return [Check("network", "link speed", "ok", det, "", {"levels": found})]
+    if slow:
+        return [
+            Check(
+                "network",
+                "link speed",
+                verdict="warn",
+                detail=det + " — " + ", ".join(l["level"] for l in slow) + " far below its figure: a high-speed link on the slow path?",
+                next="compare the versions (framework layer) and the transport the "
+                "collective library logs (NCCL_DEBUG=INFO / HCCL logs): RDMA or sockets, fabric or PCIe",
+                data={"levels": found},
+            )
+        ]
+    return [Check("network", "link speed", verdict="ok", detail=det, next="", data={"levels": found})]
 
 # %% ../../nbs/50_ops/53_netcheck.ipynb #425f293a
 def check_interfaces(ctx: Context) -> list[Check]:
@@ -222,11 +350,13 @@ def check_interfaces(ctx: Context) -> list[Check]:
                 "dropout": c.dropout, "bytes_sent": c.bytes_sent, "bytes_recv": c.bytes_recv} for n, c in io.items()}
     lo = next((n for n in stats if n == "lo" or n.startswith("lo")), None)
     if lo is None or not stats[lo].isup:
-        return [Check("network", "interfaces", "fail", "loopback interface missing or down", "ip link set lo up", data)]
+        return [
+            Check("network", "interfaces", verdict="fail", detail="loopback interface missing or down", next="ip link set lo up", data=data)
+        ]
     bad = {n: d for n, d in data.items() if d["errin"] + d["errout"] + d["dropin"] + d["dropout"] > 0}
     det = f"{len(data)} interfaces, loopback up"
     if bad:
-        return [Check("network", "interfaces", "warn", det + "; errors/drops since boot on " +
+        return [Check("network", "interfaces", verdict="warn", detail=det + "; errors/drops since boot on " +
                       ", ".join(f"{n} (err {d['errin']}+{d['errout']}, drop {d['dropin']}+{d['dropout']})" for n, d in bad.items()),
-                      "watch whether the counters grow during a run (a growing count is live packet loss)", data)]
-    return [Check("network", "interfaces", "ok", det + "; no errors or drops", "", data)]
+                      next="watch whether the counters grow during a run (a growing count is live packet loss)", data=data)]
+    return [Check("network", "interfaces", verdict="ok", detail=det + "; no errors or drops", next="", data=data)]

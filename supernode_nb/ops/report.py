@@ -134,8 +134,8 @@ def check_versions(v: dict) -> Check:
     data = {"torch": torch_v, "torch_npu": npu_v, "cann": cann}
     if not npu_v:
         extra = f"; CANN {cann} found but no torch_npu" if cann else ""
-        return Check("framework", "versions", "ok", f"{found}; no torch_npu (nothing to pair){extra}",
-                     "on an NPU host: pip install torch_npu==<torch version>[.postN] matching CANN", data)
+        return Check("framework", "versions", verdict="ok", detail=f"{found}; no torch_npu (nothing to pair){extra}",
+                     next="on an NPU host: pip install torch_npu==<torch version>[.postN] matching CANN", data=data)
     problems, verdict = [], "ok"
     if _base(npu_v) != _base(torch_v):
         problems.append(f"torch_npu {npu_v} is built for torch {_base(npu_v)}, found torch {torch_v}"); verdict = "fail"
@@ -149,8 +149,14 @@ def check_versions(v: dict) -> Check:
     elif not str(cann).startswith(want):
         problems.append(f"torch_npu {npu_v} was released for CANN {want}, found CANN {cann}"); verdict = "fail"
     nxt = "install the torch_npu build for this torch and CANN (Ascend/pytorch COMPATIBILITY.md)" if problems else ""
-    return Check("framework", "versions", verdict, "; ".join([found] + problems) if problems else f"{found}: paired", nxt,
-                 {**data, "cann_expected": want})
+    return Check(
+        "framework",
+        "versions",
+        verdict=verdict,
+        detail="; ".join([found] + problems) if problems else f"{found}: paired",
+        next=nxt,
+        data={**data, "cann_expected": want},
+    )
 
 # %% ../../nbs/50_ops/52_report.ipynb #dfd72319
 def versions() -> dict:

@@ -252,8 +252,15 @@ def load(directory, model, optimizer=None, *, spec: ModelSpec, config: ParallelC
     new = _restore_values(named, want, use, vals, shapes, optimizer, opt_names, scal_names)
     _apply(named, new, optimizer, m)
     if do_rng: torch.set_rng_state(vals[f"rng/{rank}"])
-    return LoadResult(path, m["step"], m.get("data_state"), m.get("extra") or {}, bool(same), bool(do_rng),
-                      sum(len(v) for v in use.values()))
+    return LoadResult(
+        path,
+        m["step"],
+        data_state=m.get("data_state"),
+        extra=m.get("extra") or {},
+        same_layout=bool(same),
+        rng_restored=bool(do_rng),
+        pieces_read=sum(len(v) for v in use.values()),
+    )
 
 # %% ../../nbs/30_parallel/37_checkpoint.ipynb #851d6e2d
 def _restore_values(named, want, use, vals, shapes, optimizer, opt_names, scal_names) -> dict:

@@ -255,7 +255,17 @@ class ZeroOptimizer:
             flat = torch.cat([p.detach().reshape(-1) for p in ps]).float()
             size = math.ceil(flat.numel() / n)
             flat = nn.functional.pad(flat, (0, size * n - flat.numel()))
-            self.shards.append(_Shard(ax, ps, n, i, sum(p.numel() for p in ps), size, nn.Parameter(flat[i * size:(i + 1) * size].clone())))
+            self.shards.append(
+                _Shard(
+                    ax,
+                    ps,
+                    n=n,
+                    index=i,
+                    numel=sum(p.numel() for p in ps),
+                    size=size,
+                    param=nn.Parameter(flat[i * size : (i + 1) * size].clone()),
+                )
+            )
         self.optim = optim_cls([sh.param for sh in self.shards], **kw)
 
     @property

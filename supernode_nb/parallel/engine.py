@@ -88,7 +88,7 @@ def parallelize(spec: ModelSpec, cfg: ParallelConfig, layout: RankLayout | None,
     p, v, s = cfg.pp, cfg.virtual_stages, comm.index("pp")
     chunks = [stage_module(model, virtual_stage(s, c, p), p * v) for c in range(v)]
     lf = cp_loss_fn(tp_loss_fn(comm) if comm.size("tp") > 1 else dense_loss_fn, comm)
-    return ParallelModel(spec, cfg, comm, chunks, lf, s, seed)
+    return ParallelModel(spec, cfg, comm=comm, chunks=chunks, loss_fn=lf, stage=s, seed=seed)
 
 # %% ../../nbs/30_parallel/36_engine.ipynb #47ef97bc
 def holdings(spec: ModelSpec, cfg: ParallelConfig) -> list[dict]:
@@ -216,9 +216,23 @@ def train_step(self: Engine, step: int, on_grads: Callable | None = None) -> Ste
     data_s = t1 - t0
     other = wall - data_s - compute - bubble - sum(comm_s.values())
     counts = [layer.counts.tolist() for layer in moes] or None
-    rec = StepRecord(step, comm.rank, float(lt), wall, data_s, compute, comm_s, bubble, other,
-                     cfg.gbs * pm.spec.seq_len / wall, peak_memory_bytes(self.device), losses, counts,
-                     sum(layer.last_dropped for layer in moes), dict(self.coords))
+    rec = StepRecord(
+        step,
+        comm.rank,
+        loss=float(lt),
+        wall_s=wall,
+        data_s=data_s,
+        compute_s=compute,
+        comm_s=comm_s,
+        bubble_s=bubble,
+        other_s=other,
+        tokens_per_s=cfg.gbs * pm.spec.seq_len / wall,
+        peak_mem_bytes=peak_memory_bytes(self.device),
+        micro_losses=losses,
+        expert_counts=counts,
+        dropped=sum(layer.last_dropped for layer in moes),
+        coords=dict(self.coords),
+    )
     self.records.append(rec)
     return rec
 

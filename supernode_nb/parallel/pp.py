@@ -165,7 +165,9 @@ def run_schedule(schedule: Sequence[Action],   # this stage's actions: make_sche
     if losses_to not in ("all", "last"): raise ValueError(f"losses_to={losses_to!r}: use 'all' or 'last'")
     p, s = comm.size(axis), comm.index(axis)
     m = sum(a.kind == "F" and a.chunk == 0 for a in schedule)
-    r = _Run(chunks, comm, axis, tuple(act_shape), dtype, p, s, m, {a.chunk for a in schedule if a.kind == "W"})
+    r = _Run(
+        chunks, comm, axis=axis, act_shape=tuple(act_shape), dtype=dtype, p=p, s=s, m=m, split={a.chunk for a in schedule if a.kind == "W"}
+    )
     last_grad = {(a.kind, a.chunk): a.microbatch for a in schedule if a.kind in ("B", "W")}   # each chunk's final B / W
     steps, losses, events, compute, blocked, t_begin = _steps(schedule), [None] * m, [], 0.0, 0.0, timer()
     batches = [j for j, st_ in enumerate(steps) if isinstance(st_, list)]
@@ -174,19 +176,19 @@ def run_schedule(schedule: Sequence[Action],   # this stage's actions: make_sche
         if isinstance(step, list):
             nxt = next((steps[k] for k in batches if k > j), None)
             _exchange(r, step, nxt)
-            t1 = timer(); blocked += t1 - t0; events.append(Event(s, "WAIT", -1, -1, t0, t1)); continue
+            t1 = timer(); blocked += t1 - t0; events.append(Event(s, "WAIT", microbatch=-1, chunk=-1, start=t0, end=t1)); continue
         quiet = (grad_sync.no_sync() if grad_sync is not None and step.kind != "F"
                  and step.microbatch != last_grad[(step.kind, step.chunk)] else nullcontext())
         if step.kind == "F": _forward(r, step, micro_inputs, micro_targets, loss_fn, losses)
         elif step.kind == "B": _backward(r, step, quiet)
         else: _weight(r, step, quiet)
-        t1 = timer(); compute += t1 - t0; events.append(Event(s, step.kind, step.microbatch, step.chunk, t0, t1))
+        t1 = timer(); compute += t1 - t0; events.append(Event(s, step.kind, microbatch=step.microbatch, chunk=step.chunk, start=t0, end=t1))
     t0 = timer()
     for h in r.pending: h.wait()
     lt = torch.stack(losses) if s == p - 1 else torch.full((m,), float("nan"))
     if p > 1 and losses_to == "all": comm.broadcast(lt, axis, src=p - 1)
     t1 = timer(); blocked += t1 - t0
-    if t1 > t0: events.append(Event(s, "WAIT", -1, -1, t0, t1))
+    if t1 > t0: events.append(Event(s, "WAIT", microbatch=-1, chunk=-1, start=t0, end=t1))
     return PipelineResult(lt.tolist(), compute, blocked, t1 - t_begin, Timeline(events, p))
 
 # %% ../../nbs/30_parallel/34_pp.ipynb #7b240e18

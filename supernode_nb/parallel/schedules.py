@@ -276,7 +276,7 @@ def simulate(schedule: list[list[Action]],  # per stage, its actions (`make_sche
                 it = steps[s][pos[s]]
                 if isinstance(it, Action):                                # compute
                     d = {"F": t_f, "W": t_w}.get(it.kind, t_b - t_w if split[s] else t_b)
-                    events.append(Event(s, it.kind, it.microbatch, it.chunk, clock[s], clock[s] + d))
+                    events.append(Event(s, it.kind, microbatch=it.microbatch, chunk=it.chunk, start=clock[s], end=clock[s] + d))
                     clock[s] += d; pos[s] += 1; moved = True; continue
                 if waiting[s] is None:                                    # post the batch: sends first
                     waiting[s] = []
@@ -289,7 +289,7 @@ def simulate(schedule: list[list[Action]],  # per stage, its actions (`make_sche
                     moved = True
                 if not all(k + ("send",) in posted for k in waiting[s]): break
                 done = max([max(posted[k + ("send",)] + t_comm, posted[k + ("recv",)]) for k in waiting[s]], default=clock[s])
-                if done > clock[s]: events.append(Event(s, "WAIT", -1, -1, clock[s], done))
+                if done > clock[s]: events.append(Event(s, "WAIT", microbatch=-1, chunk=-1, start=clock[s], end=done))
                 clock[s], waiting[s] = max(done, clock[s]), None; pos[s] += 1; moved = True
     stuck = [f"stage {s} at {steps[s][pos[s]]}" for s in range(p) if pos[s] < len(steps[s])]
     if stuck: raise RuntimeError("schedule deadlocks: " + "; ".join(stuck))

@@ -53,7 +53,7 @@ def _flat_shard(params, axis, comm, unit, dtype) -> FlatShard:
                 if a < b: sp.append((a - i * size, b - i * size))
             p.data = full[off:off + p.numel()].view_as(p); off += p.numel()
     master = nn.Parameter(full[i * size:(i + 1) * size].float().clone())
-    return FlatShard(axis, list(params), n, i, numel, size, master, full, unit, sp)
+    return FlatShard(axis, list(params), n=n, index=i, numel=numel, size=size, param=master, full=full, unit=unit, sp_slices=sp)
 
 # %% ../../nbs/30_parallel/39_zero.ipynb #3a8b0c06
 class ZeroDataParallel:

@@ -136,14 +136,25 @@ def _fail(self: ClusterRun, running):
         ranks[r] = RankState(
             r,
             st,
-            why,
-            self.layout.coords(r) if self.layout else dict(rec.get("coords") or {}),
-            rec.get("step"),
-            rec.get("last_op"),
-            None,
-            tb,
+            detail=why,
+            coords=self.layout.coords(r) if self.layout else dict(rec.get("coords") or {}),
+            step=rec.get("step"),
+            last_op=rec.get("last_op"),
+            inflight=None,
+            traceback=tb,
         )
-    self.report = FaultReport(kind, blame, ranks, self.started, detected, time.monotonic() - ts, left, None, "ipyparallel", dict(self.last))
+    self.report = FaultReport(
+        kind,
+        blame,
+        ranks=ranks,
+        started=self.started,
+        detected=detected,
+        stop_s=time.monotonic() - ts,
+        left=left,
+        hang_timeout_s=None,
+        launcher="ipyparallel",
+        last=dict(self.last),
+    )
     self._outcome = RunFailed(self.report)
     raise self._outcome
 

@@ -204,14 +204,25 @@ def _assemble(get, layout: RankLayout, timeout: float, elapsed: float, run: int,
                         errs = [f"rank {x} never joined" if x not in joined else f"rank {x} did not report"
                                 for x, e in zip((a, b), ends) if e is None]
                     secs = [e.get("seconds") for e in ends if e is not None and e.get("seconds") is not None]
-                    links.append(Link(axis, a, b, ok, max(secs) if ok and secs else None, "; ".join(dict.fromkeys(errs)) or None))
+                    links.append(
+                        Link(axis, a, b=b, ok=ok, seconds=max(secs) if ok and secs else None, error="; ".join(dict.fromkeys(errs)) or None)
+                    )
     final0 = get(f"{p}/final/0")
     coll = (
         json.loads(final0)["collectives"]
         if final0
         else ({a: {"ok": False, "error": "rank 0 did not report"} for a in plan} if plan else {})
     )
-    return PrecheckReport(W, timeout, elapsed, plan, links, sorted(set(range(W)) - joined), coll, same_as=_same_as(layout))
+    return PrecheckReport(
+        W,
+        timeout,
+        elapsed_s=elapsed,
+        groups=plan,
+        links=links,
+        missing=sorted(set(range(W)) - joined),
+        collectives=coll,
+        same_as=_same_as(layout),
+    )
 
 # %% ../../nbs/40_runtime/43_precheck.ipynb #e858d3a6
 _RUNS = iter(range(1, 1 << 30))
@@ -279,6 +290,6 @@ def cli_precheck(argv: list[str]) -> int:
         with Cluster(world, backend=a.backend, timeout=max(a.timeout, 5.0)) as c:
             rep = precheck(c, L, a.timeout, collectives=not a.no_collectives, block=a.block_rank)
     except RankMissing as e:
-        rep = PrecheckReport(world, a.timeout, 0.0, _plan(L), [], e.missing, {}, stage="init")
+        rep = PrecheckReport(world, a.timeout, elapsed_s=0.0, groups=_plan(L), links=[], missing=e.missing, collectives={}, stage="init")
     emit(rep.to_dict(), a.json, rep.text())
     return 0 if rep.ok else 1

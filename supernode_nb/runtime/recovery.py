@@ -59,7 +59,7 @@ def plan_restart(spec: ModelSpec,        # the model (a dp that breaks its const
         new = cfg.replace(dp=fits[0])
         reason = f"{healthy} healthy devices < world {cfg.world_size}: dp {cfg.dp} → {fits[0]} (world {new.world_size}), resharded"
     pl = place(RankLayout.from_config(new), topo)
-    return RestartPlan(new, topo, pl, failed, new != cfg, reason)
+    return RestartPlan(new, topo, placement=pl, failed_devices=failed, reshard=new != cfg, reason=reason)
 
 # %% ../../nbs/40_runtime/49_recovery.ipynb #02c30807
 def _restart(attempt: int, rep, plan: RestartPlan, resume_step: int) -> dict:

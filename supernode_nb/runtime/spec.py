@@ -7,7 +7,7 @@ Docs: https://supernode-nb.github.io/supernode_nb/40_runtime/spec.html.md"""
 # %% ../../nbs/40_runtime/47_spec.ipynb #d2971970
 from __future__ import annotations
 from dataclasses import dataclass, asdict, field, fields, replace
-from ..foundation.config import ModelSpec, ParallelConfig, ConfigError, get_model
+from ..foundation.config import ModelSpec, ParallelConfig, ConfigError, get_model, resolve_batch
 from ..parallel.engine import engine_check
 from .faults import FaultSpec
 
@@ -97,8 +97,22 @@ def make_spec(model: ModelSpec | str = "tiny-gpt",   # a preset name or a ModelS
     "A checked `RunSpec`; raises `ConfigError` listing every broken constraint."
     spec = get_model(model) if isinstance(model, str) else model
     cfg = (cfg or ParallelConfig()).replace(**parallel) if parallel else (cfg or ParallelConfig())
-    s = RunSpec(spec, cfg, steps, seed, optimizer, lr, capacity_factor, trace, checkpoint_dir, checkpoint_every,
-                keep_last, resume, FaultSpec.from_dict(fault))
+    cfg = resolve_batch(cfg)  # no global batch: the one `supernode-nb run` and `estimate` settle on (`config.resolve_batch`)
+    s = RunSpec(
+        spec,
+        cfg,
+        steps=steps,
+        seed=seed,
+        optimizer=optimizer,
+        lr=lr,
+        capacity_factor=capacity_factor,
+        trace=trace,
+        checkpoint_dir=checkpoint_dir,
+        checkpoint_every=checkpoint_every,
+        keep_last=keep_last,
+        resume=resume,
+        fault=FaultSpec.from_dict(fault),
+    )
     errs = engine_check(spec, cfg, world_size) + _run_errors(s)
     if not errs: errs += _memory_check(spec, cfg)
     if errs: raise ConfigError(errs)

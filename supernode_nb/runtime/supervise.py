@@ -104,8 +104,17 @@ def _report(self: LocalRun, kind: str, hb: dict, detected: float, stop_s: float,
             e = self.errors[r].strip().splitlines()[-1] if self.errors[r].strip() else "error"
             st, det = ("waiting" if any(w in self.errors[r] for w in _TIMEOUT_WORDS + _PEER_WORDS) else "failed"), e[:200]
         else: st, det = ("cancelled" if kind == "cancelled" else "waiting"), ""
-        states[r] = RankState(r, st, det, self.layout.coords(r) if self.layout is not None else {}, h.get("step"), h.get("last_op"),
-                              h.get("inflight"), self.errors.get(r), h.get("flight"))
+        states[r] = RankState(
+            r,
+            st,
+            detail=det,
+            coords=self.layout.coords(r) if self.layout is not None else {},
+            step=h.get("step"),
+            last_op=h.get("last_op"),
+            inflight=h.get("inflight"),
+            traceback=self.errors.get(r),
+            flight=h.get("flight"),
+        )
     if kind == "dead": blame = sorted(self.dead)
     elif kind == "failed": blame = sorted(r for r, s in states.items() if s.state == "failed") or sorted(self.errors)
     elif kind == "hung":
@@ -115,9 +124,9 @@ def _report(self: LocalRun, kind: str, hb: dict, detected: float, stop_s: float,
     else: blame = []
     for s in states.values():
         if s.state == "waiting": s.state = "stopped"
-    return FaultReport(kind, blame, states, self.started, detected, stop_s, left,
-                       self.hang_timeout_s if kind == "hung" else None, "local", dict(self.last),
-                       flight_causes(states) if kind in ("hung", "dead") else [])
+    return FaultReport(kind, blame, ranks=states, started=self.started, detected=detected, stop_s=stop_s, left=left,
+                       hang_timeout_s=self.hang_timeout_s if kind == "hung" else None, launcher="local", last=dict(self.last),
+                       causes=flight_causes(states) if kind in ("hung", "dead") else [])
 
 # %% ../../nbs/40_runtime/48_supervise.ipynb #0a2ba943
 @patch

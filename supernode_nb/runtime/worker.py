@@ -72,7 +72,7 @@ def init_worker(rank: int, world_size: int, host: str, port: int, backend: str =
     _set_device(device, rank)
     dist.init_process_group(backend, store=dist.PrefixStore(prefix, store), rank=rank, world_size=world_size,
                             timeout=timedelta(seconds=timeout))
-    _CTX = WorkerContext(rank, world_size, backend, device, timeout, launcher, store)
+    _CTX = WorkerContext(rank, world_size, backend=backend, device=device, timeout=timeout, launcher=launcher, store=store)
     return {"rank": rank, "pid": os.getpid(), "init_s": time.monotonic() - t0}
 
 # %% ../../nbs/40_runtime/42_worker.ipynb #71e00c3c
@@ -90,7 +90,15 @@ def init_from_env(backend: str | None = None, device: str | None = None, timeout
     if not dist.is_initialized():
         dist.init_process_group(choice.backend, init_method="env://", rank=rank, world_size=world, timeout=timedelta(seconds=timeout))
     store = dist.TCPStore(env["MASTER_ADDR"], int(env["MASTER_PORT"]), is_master=False, timeout=timedelta(seconds=timeout))
-    _CTX = WorkerContext(rank, world, choice.backend, choice.device, timeout, "torchrun", dist.PrefixStore("snb", store))
+    _CTX = WorkerContext(
+        rank,
+        world,
+        backend=choice.backend,
+        device=choice.device,
+        timeout=timeout,
+        launcher="torchrun",
+        store=dist.PrefixStore("snb", store),
+    )
     return _CTX
 
 # %% ../../nbs/40_runtime/42_worker.ipynb #70f37556

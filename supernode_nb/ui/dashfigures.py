@@ -265,9 +265,13 @@ def slowest_html(slow: list[dict]) -> str:
         score = s.get("score")
         sc = "—" if score is None or score != score else f"×{score:.2f}" + (f" vs its {e(s['axis'])} peers" if s.get("axis") else "")
         cls = ' class="snb-straggler"' if score == score and score is not None and score >= 1.5 else ""
-        return (f'<tr class="snb-slow" data-rank="{s["rank"]}"{cls}><td>rank {s["rank"]}</td><td>node {s["node"]}'
-                + (f' ({e(s["host"])})' if s.get("host") else "") + f'</td><td>domain {s["domain"]}</td><td>{e(s.get("plane", "—"))}</td>'
-                f'<td>{e(s.get("stage", ""))}</td><td>{s["compute_s"] * 1e3:.1f} ms</td><td>{s["wall_s"] * 1e3:.1f} ms</td><td>{sc}</td></tr>')
+        return (
+            f'<tr class="snb-slow" data-rank="{s["rank"]}"{cls}><td>rank {s["rank"]}</td><td>node {s["node"]}'
+            + (f' ({e(s["host"])})' if s.get("host") else "")
+            + f'</td><td>domain {s["domain"]}</td><td>{e(s.get("plane", "—"))}</td>'
+            f'<td>{e(s.get("stage", ""))}</td><td>{s["compute_s"] * 1e3:.1f} ms</td><td>{s["wall_s"] * 1e3:.1f} ms</td><td>{sc}</td></tr>'
+        )
+
     head = "".join(f"<th>{h}</th>" for h in ("rank", "node", "domain", "plane", "stage", "compute", "step", "straggler score"))
     return (f'<table class="snb-slowest" style="font-size:12px"><caption style="text-align:left"><b>the {len(slow)} slowest ranks</b> '
             f'(compute, median of the last steps; score: its compute over its peers\' median)</caption><tr>{head}</tr>'
@@ -280,7 +284,9 @@ def drill_figure() -> go.Figure:
     "The ranks of one group, one stacked bar each (filled by `update_drill`); a click on a bar names the rank."
     fig = go.Figure()
     for p in PARTS:
-        fig.add_bar(name=p, x=[], y=[], marker_color=PART_COLORS[p], showlegend=False, hovertemplate="%{x}: %{y:.4f} s " + p + "<extra></extra>")
+        fig.add_bar(
+            name=p, x=[], y=[], marker_color=PART_COLORS[p], showlegend=False, hovertemplate="%{x}: %{y:.4f} s " + p + "<extra></extra>"
+        )
     fig.add_scatter(name="wall", x=[], y=[], mode="markers", showlegend=False, hovertemplate="%{x}: step %{y:.4f} s<extra></extra>",
                     marker=dict(symbol="line-ew-open", size=16, color="#333", line_width=2))
     fig.update_layout(barmode="stack", height=300, width=980, margin=dict(l=50, r=20, t=40, b=60), yaxis_title="s", title="pick a group")

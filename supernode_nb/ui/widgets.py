@@ -7,6 +7,7 @@ Docs: https://supernode-nb.github.io/supernode_nb/60_ui/widgets.html.md"""
 # %% ../../nbs/60_ui/62_widgets.ipynb #5fbc5653
 from __future__ import annotations
 import functools, html, importlib, threading, time
+import numpy as np
 import ipywidgets as W
 import plotly.graph_objects as go
 from fastcore.basics import patch
@@ -19,8 +20,10 @@ from ..runtime.cluster import Cluster, ClusterLauncher
 from .panels import (ErrorLog, kernel_dispatch, close_tree, replace_figure, _box, StrategyPicker, SuggestView,
                                     PlacementView, ScheduleView, EstimateView, estimate_for, _est_source)
 from .dashfigures import (bubble_formula, failure_html, live_figure, rank_table_html, update_live, _trace, _STATE_COLORS,
-                                         _est_line, running_html)
-from .figures import estimate_parts
+                                         _est_line, running_html, SMALL_WORLD, slowest_html, drill_figure, update_drill)
+from .livestats import GROUP_KINDS, group_quantiles, rank_map
+from .dashstate import PARTS
+from .figures import estimate_parts, supernode_figure, update_supernode
 
 # %% auto #0
 __all__ = ['FaultControl', 'WhereControl', 'RunPanel', 'LiveView', 'DoctorView', 'SweepView', 'Dashboard']
@@ -132,74 +135,170 @@ def sync(self: RunPanel, *_):
 
 # %% ../../nbs/60_ui/62_widgets.ipynb #5a990469
 class LiveView:
-    "The live figure of the current run, updated in place as records stream in."
+    "The live figure of the current run, updated in place as records stream in: by group past `SMALL_WORLD` ranks, with drill-down."
     def __init__(self, state: DashboardState, controller: RunController, log: ErrorLog | None = None,
-                 every: float = 2.0):   # seconds between redraws while a run streams (the browser re-renders the whole figure)
+                 every: float | None = None):   # s between redraws while a run streams; None: 2 with local ranks, else 0.5
         self.state, self.ctl, self.log = state, controller, log or ErrorLog()
-        self.every, self._last, self._timer = every, 0.0, None
+        self._every, self._last, self._timer = every, 0.0, None
         self.fig = go.FigureWidget(live_figure(state.world))
         self.estimate: dict | None = None
         self.idle_step_s: float | None = None   # the estimate on an idle host (before the run's background was measured)
         self.note, self.running = W.HTML(), W.HTML()   # the estimate and its source; the measured mean so far beside it
-        self.redraws, self._lock = 0, threading.Lock()
+        self.redraws, self._lock, self.stats, self.rm, self.redraw_s = 0, threading.Lock(), None, rank_map(world=state.world), []
+        self.by = W.Dropdown(options=["stage"], value="stage", description="group by", layout=W.Layout(width="200px"))
+        self.group = W.Dropdown(options=[], description="drill into", layout=W.Layout(width="260px"))
+        self.slowest, self.rank_note = W.HTML(), W.HTML()
+        self.nodes, self.drill = go.FigureWidget(), go.FigureWidget(drill_figure())
+        self.by.observe(self.log.guard(self._by_changed), "value"); self.group.observe(self.log.guard(lambda ch: self._drill()), "value")
+        for t in self.drill.data: t.on_click(self.log.guard(self._rank_clicked))
         state.observe(self.log.guard(self.redraw), "tick")
         state.observe(self.log.guard(lambda ch: self.redraw(force=True)), "status")   # the last records, whenever the run ends
         state.observe(self.log.guard(self._loaded), "host_windows")
-        self.widget = _box(self.note, self.running, self.fig, cls="snb-live")
+        self.scale = _box(W.HBox([self.by, self.group]), self.slowest, self.nodes, self.drill, self.rank_note, cls="snb-scale")
+        self.widget = _box(self.note, self.running, self.fig, self.scale, cls="snb-live")
 
-    def reset(self, ctl: RunController | None = None):
-        "A fresh set of traces for the run about to stream (same widget)."
-        st = self.state
-        spec = st.spec()
-        try: est = estimate_for(st)
-        except Exception as e: est = None; self.log.write("estimate", e)
-        self._show(est)
-        self.idle_step_s = None if est is None else est.step_time_s
-        with self._lock:
-            self.world, self.running.value = st.world, ""
-            replace_figure(self.fig, live_figure(st.world, experts=spec.experts))
+    @property
+    def every(self) -> float:
+        "Seconds between redraws while a run streams: 2 when its ranks share this host with the browser, else 0.5."
+        if self._every is not None: return self._every
+        return 2.0 if isinstance(self.ctl.launcher, LocalLauncher) else 0.5
+    @every.setter
+    def every(self, v: float): self._every = v
 
-    def redraw(self, *_, force: bool = False):
-        log, now = self.ctl.log, time.monotonic()
-        if log is None: return
-        if not force and self.state.status == "running" and now - self._last < self.every:
-            if self._timer is None:           # deferred, not dropped: one trailing redraw draws what arrived meanwhile
-                self._timer = threading.Timer(self._last + self.every - now, lambda: self.ctl.dispatch(self._trailing))
-                self._timer.daemon = True; self._timer.start()
-            return
-        if self._timer is not None: self._timer.cancel(); self._timer = None   # drawn now: no trailing redraw needed
-        with self._lock:
-            if getattr(self, "world", None) != log.world: return   # the figure is not (yet) this run's
-            update_live(self.fig, log, self.estimate, slow=[x["rank"] for x in self.state.stragglers])
-            self.running.value = running_html(log, self.estimate)
-            self.redraws, self._last = self.redraws + 1, now
+# %% ../../nbs/60_ui/62_widgets.ipynb #9a9959b5
+@patch
+def reset(self: LiveView, ctl: RunController | None = None):
+    "A fresh set of traces for the run about to stream (same widgets); where its ranks sit, for the groups."
+    st = self.state
+    spec = st.spec()
+    try: est = estimate_for(st)
+    except Exception as e: est = None; self.log.write("estimate", e)
+    self._show(est)
+    self.idle_step_s = None if est is None else est.step_time_s
+    try: p = st.placement()
+    except Exception: p = None
+    rm = rank_map(p) if p is not None and p.layout.world_size == st.world else rank_map(world=st.world)
+    self.world, self.stats = None, None                       # no redraw until the new figure is in place
+    self.rm, self.running.value, self.slowest.value, self.rank_note.value = rm, "", "", ""
+    self.by.options = [k for k in GROUP_KINDS if k in rm.groups or k == "plane"]
+    self.group.options = self.rm.labels.get(self.by.value, [])
+    with self._lock:
+        replace_figure(self.fig, live_figure(st.world, experts=spec.experts, by=self.by.value))
+        if p is not None: replace_figure(self.nodes, supernode_figure(p.topology, rm.planes))
+        self.nodes.layout.height = 360 if p is not None else 10
+        if p is not None: self.nodes.data[0].on_click(self.log.guard(self._node_clicked))
+        for t in self.fig.data[:len(PARTS)]: t.on_click(self.log.guard(self._group_clicked))
+        self.world = st.world
+    self.scale.layout.display = None if st.world > SMALL_WORLD else "none"
 
-    def _show(self, est, extra: str = "", load: float = 0.0):
-        self.estimate = estimate_parts(est) if est is not None else None
-        self.ctl.estimate = None if est is None else est.to_dict()      # archived with the run
-        self.note.value = (
-            ""
-            if est is None
-            else f'<span class="snb-est" data-step-s="{est.step_time_s:.6g}" data-host-load="{load:.2f}">'
-            f'estimate beside the measurement: {html.escape(_est_line(est))} — {html.escape(_est_source(self.state, est))}{extra}</span>'
+@patch
+def redraw(self: LiveView, *_, force: bool = False):
+    "Redraw from the run's log: at most once per `every` s while it streams (a skipped one is deferred, not dropped)."
+    log, now = self.ctl.log, time.monotonic()
+    if log is None: return
+    if not force and self.state.status == "running" and now - self._last < self.every:
+        if self._timer is None:           # deferred, not dropped: one trailing redraw draws what arrived meanwhile
+            self._timer = threading.Timer(self._last + self.every - now, lambda: self.ctl.dispatch(self._trailing))
+            self._timer.daemon = True; self._timer.start()
+        return
+    if self._timer is not None: self._timer.cancel(); self._timer = None   # drawn now: no trailing redraw needed
+    with self._lock:
+        if getattr(self, "world", None) != log.world: return   # the figure is not (yet) this run's
+        t0 = time.perf_counter()
+        self.stats = update_live(
+            self.fig, log, self.estimate, slow=[x["rank"] for x in self.state.stragglers], rm=self.rm, by=self.by.value
         )
+        self.running.value = running_html(log, self.estimate)
+        if log.world > SMALL_WORLD: self._scale_views()
+        self.redraws, self._last = self.redraws + 1, now
+        self.redraw_s.append(time.perf_counter() - t0)
 
-    def _loaded(self, ch):
-        ("Re-price the run for the cores other processes keep busy while it computes, window by window (measured by the "
-        "controller): the run's mean step under that background.")
-        ws = list(self.state.host_windows)
-        if not ws or max(ws) <= 0 or self.idle_step_s is None: return
-        est = estimate_for(self.state, background=ws)
-        if est is None or est.profile.startswith("none"): return     # no profile of this machine: nothing to re-price
-        b = self.state.host_load
-        self._show(est, f"; the mean step priced for the cores other processes (this page, its kernel) kept busy in each of "
-                        f"{len(ws)} half-second windows of the run ({b:.2f} on average, {min(ws):.2f}–{max(ws):.2f}; "
-                        f"on an idle host: {self.idle_step_s * 1e3:.1f} ms)", load=b)
-        self.redraw()        # within the redraw budget: the windows come every 2 s, and the run's end redraws anyway
+@patch
+def _scale_views(self: LiveView):
+    "The slowest ranks, the nodes coloured by their median step beside the planes, and the group drilled into."
+    ls, rm = self.stats, self.rm
+    self.slowest.value = slowest_html(ls.slow)
+    if len(self.nodes.data) == 2:
+        cw = np.nan_to_num(ls.wall[-1]) if len(ls.wall) else np.zeros(rm.world)
+        g, labels = rm.of("node")
+        vals = np.full(len(self.nodes.data[0].x), np.nan)
+        vals[rm.node[np.unique(g, return_index=True)[1]]] = group_quantiles(cw, g, len(labels))[:, 1, 0]
+        update_supernode(self.nodes, vals, ls.planes)
+    self._drill()
 
-    def _trailing(self):
-        self._timer = None
-        self.log.guard(self.redraw)(force=True)
+# %% ../../nbs/60_ui/62_widgets.ipynb #6f288b1b
+@patch
+def _show(self: LiveView, est, extra: str = "", load: float = 0.0):
+    self.estimate = estimate_parts(est) if est is not None else None
+    self.ctl.estimate = None if est is None else est.to_dict()      # archived with the run
+    self.note.value = (
+        ""
+        if est is None
+        else f'<span class="snb-est" data-step-s="{est.step_time_s:.6g}" data-host-load="{load:.2f}">'
+        f'estimate beside the measurement: {html.escape(_est_line(est))} — {html.escape(_est_source(self.state, est))}{extra}</span>'
+    )
+
+@patch
+def _loaded(self: LiveView, ch):
+    ("Re-price the run for the cores other processes keep busy while it computes, window by window (measured by the "
+    "controller): the run's mean step under that background.")
+    ws = list(self.state.host_windows)
+    if not ws or max(ws) <= 0 or self.idle_step_s is None: return
+    est = estimate_for(self.state, background=ws)
+    if est is None or est.profile.startswith("none"): return     # no profile of this machine: nothing to re-price
+    b = self.state.host_load
+    self._show(est, f"; the mean step priced for the cores other processes (this page, its kernel) kept busy in each of "
+                    f"{len(ws)} half-second windows of the run ({b:.2f} on average, {min(ws):.2f}–{max(ws):.2f}; "
+                    f"on an idle host: {self.idle_step_s * 1e3:.1f} ms)", load=b)
+    self.redraw()        # within the redraw budget: the windows come every 2 s, and the run's end redraws anyway
+
+@patch
+def _trailing(self: LiveView):
+    self._timer = None
+    self.log.guard(self.redraw)(force=True)
+
+# %% ../../nbs/60_ui/62_widgets.ipynb #5f682300
+@patch
+def _drill(self: LiveView):
+    if self.stats is not None and self.group.value:
+        self.shown = update_drill(self.drill, self.stats, self.rm, self.by.value, self.group.value)
+
+
+@patch
+def _by_changed(self: LiveView, ch):
+    "Group by another kind: the breakdown's bars and the drill's choices follow."
+    labels = list(self.rm.planes) if ch["new"] == "plane" else self.rm.labels.get(ch["new"], [])
+    self.group.options = labels
+    self.fig.layout.annotations[0].text = f"step breakdown per {ch['new']}: median of each part (latest complete step)"
+    self.redraw(force=True)
+
+@patch
+def _group_clicked(self: LiveView, trace, points, *_):
+    "A click on a group's bar drills into it."
+    if points.point_inds and self.state.world > SMALL_WORLD:
+        label = trace.x[points.point_inds[0]]
+        if label in self.group.options: self.group.value = label
+
+@patch
+def _node_clicked(self: LiveView, trace, points, *_):
+    "A click on a node on the machine: its ranks."
+    if not points.point_inds: return
+    label = f"node {int(trace.customdata[points.point_inds[0]])}"
+    if label in self.rm.labels["node"]: self.by.value = "node"; self.group.value = label
+
+@patch
+def _rank_clicked(self: LiveView, trace, points, *_):
+    "A click on a rank's bar: where it sits and its step's parts."
+    if not points.point_inds or self.stats is None: return
+    r = int(str(trace.x[points.point_inds[0]]).split()[1])
+    w = self.rm.where(r); parts = dict(zip(PARTS, self.stats.parts[r].tolist()))
+    self.rank_note.value = (
+        f'<div class="snb-rank-note"><b>rank {r}</b>: '
+        + html.escape(", ".join(f"{k} {v}" for k, v in w.items() if k != "rank"))
+        + "<br>"
+        + " · ".join(f"{k} {v * 1e3:.2f} ms" for k, v in parts.items() if v)
+        + "</div>"
+    )
 
 # %% ../../nbs/60_ui/62_widgets.ipynb #b291227e
 class DoctorView:
