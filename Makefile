@@ -14,7 +14,7 @@ export JUPYTER_RUNTIME_DIR ?= $(CURDIR)/.jupyter_tmp/runtime
 export IPYTHONDIR ?= $(CURDIR)/.jupyter_tmp/ipython
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: setup demo test lab docs export clean-nbs check-sync nbtest pytest
+.PHONY: setup demo test lab docs export clean-nbs check-sync lint nbtest pytest
 
 $(VENV)/.installed: pyproject.toml
 	@test -x $(PY) || python3 -m venv $(VENV)
@@ -31,13 +31,18 @@ demo: setup
 # The whole suite: package in sync with notebooks, notebooks clean, nbdev-test over
 # the module notebooks, then pytest (tests/, nbval over the tutorials and examples/*.ipynb;
 # the 15 slowest cases timed); ends with pytest's summary line.
-test: setup check-sync nbtest pytest
+test: setup check-sync lint nbtest pytest
 
 # tests never write to the user's run archive
 nbtest pytest: export SUPERNODE_NB_ARCHIVE=off
 
 check-sync:
 	@$(PY) tools/check_sync.py
+
+# the house rules: no line over 140 characters in what people write (ruff, configured in pyproject.toml: the
+# notebooks, tests, benchmarks, tools); the package's lines, functions and dataclass calls: tests/test_layers.py
+lint:
+	$(BIN)/ruff check
 
 # module notebooks only: the tutorials run once, under nbval in `pytest` below
 nbtest:
