@@ -11,11 +11,12 @@ from typing import Sequence
 import numpy as np
 from ..foundation.core import Parser, UsageError, emit
 from ..foundation.config import (ModelSpec, ParallelConfig, ConfigError, check, MODEL_PRESETS,
-                                 add_model_args, model_from_args, add_parallel_args, config_from_args)
+                                 add_model_args, model_from_args, add_parallel_args, config_from_args, resolve_batch)
 from ..foundation.topology import Topology, TopologyError, get_topology, topology_for, TOPOLOGY_PRESETS, GiB
 from .storage import storage_cost, storage_text, StorageCost
 from .memory import (SCHEDULE_CODE, RECOMPUTE_CODE, DTYPE_BYTES, CATEGORIES, DDP_BUCKET_BYTES, step_flops,
                                       activation_bytes_per_layer, in_flight, _counts, _memory, GRAD_ACCUM)
+from .frameworks import resolve_framework, behaviours, FRAMEWORKS
 from .steptime import (AXIS_GROUPS, COMM_AXES, CAUSAL_EXECUTED, EFFICIENCY, FP32_TFLOPS, efficiency_for, peak_tflops, ATTENTION_KERNELS, LOSS_BYTES, TP_OVERLAP, tp_overlap_share,
                                         _analytic_links, _placement_links, _costs, _columns, _compute)
 
@@ -52,6 +53,7 @@ class Estimate:
     grad_accum: str = "fused"       # how gradients add up over micro-batches (`memory.GRAD_ACCUM`)
     moe_host_s: float | None = None # s per MoE layer and micro-batch Megatron's synced dispatch holds the device; None: not priced
     tp_overlap: float = 0.0         # share of TP traffic priced as pipelined with the matmuls (`steptime.TP_OVERLAP`)
+    framework: str = ""             # the framework profile priced (`frameworks`), name@release; "" none given
     storage: dict = field(default_factory=dict)  # the data and storage planes' terms (`storage.StorageCost`)
 
     @property
@@ -72,20 +74,19 @@ def _link(topo, g) -> dict:
 CAVEAT_MISS = 0.15   # a kind of run whose published rows the model misses by more than this gets a caveat
 
 def _caveats(model, cfg, profile) -> list[str]:
-    "What the model is known to miss for a run like `cfg`, as measured on published runs (`published.known_misses`)."
+    "What the model is known to miss for a run like `cfg`, leave-one-source-out on published runs (`accuracy.known_misses`)."
     if profile is not None: return []                      # a machine profile measured this engine's own costs
-    from supernode_nb.cost.published import known_misses
-    k, out, rng = known_misses(), [], lambda xs: f"{min(xs):.1f}–{max(xs):.1f}×"
-    if model.is_moe:                                       # every published MoE run it was not fitted on (`mindspeed.moe_misses`)
-        from supernode_nb.cost.mindspeed import moe_misses, MOE_EVIDENCE
-        r = list(moe_misses().values())
+    from supernode_nb.cost.accuracy import known_misses
+    k, out, rng = known_misses(), [], lambda xs: f"{min(xs):.2f}–{max(xs):.2f}×"
+    if model.is_moe:                                       # every published MoE run, priced with its source held out
+        r = k["moe"]
         fast, med = sum(x > 1 for x in r), float(np.median([abs(x - 1) for x in r]))
         hint = {True: ": read the step time as a likely lower bound", False: ": read the step time as a likely upper bound"}
-        out.append(f"MoE: on {len(r)} published MoE runs its host-bound dispatch term was not fitted on ({MOE_EVIDENCE}), "
-                   f"this model's throughput was {rng(r)} the published (median |error| {100 * med:.0f} %), too fast on {fast} "
-                   f"and too slow on {len(r) - fast} of them" + (hint[fast > len(r) / 2] if max(fast, len(r) - fast) >= 0.75 * len(r) else ""))
-    if cfg.cp >= 4 and max(abs(x - 1) for x in k["cp_ge_4"]) > CAVEAT_MISS:   # quoted only while the rows still miss
-        out.append(f"cp={cfg.cp}: on torchtitan's published long-context runs at cp 4 and 8 this model was {rng(k['cp_ge_4'])} "
+        out.append(f"MoE: on {len(r)} published MoE runs, each priced with its source held out, this model's throughput was "
+                   f"{rng(r)} the published (median |error| {100 * med:.0f} %), too fast on {fast} and too slow on {len(r) - fast}"
+                   + (hint[fast > len(r) / 2] if max(fast, len(r) - fast) >= 0.75 * len(r) else ""))
+    if cfg.cp >= 4 and k["cp_ge_4"] and max(abs(x - 1) for x in k["cp_ge_4"]) > CAVEAT_MISS:   # quoted only while the rows still miss
+        out.append(f"cp={cfg.cp}: on the published runs at cp 4 and more this model was {rng(k['cp_ge_4'])} "
                    "the published throughput; read the step time with that band")
     return out
 
@@ -136,6 +137,18 @@ def _resolve_profile(profile, topo: Topology):
     return profile, getattr(profile, "name", type(profile).__name__)
 
 # %% ../../nbs/10_cost/12_costmodel.ipynb #7e5f3962
+_DEFAULTS = dict(tp_overlap=False, flash=True, fused=True, attention="native", loss="megatron", ep_overlap=False, grad_accum="fused")
+
+def _framework_kw(framework, cfg, dtype, kw, dp_overlap) -> dict:
+    "The step-time switches `framework`'s profile sets: every behaviour `kw` (and `dp_overlap`) leaves at its default."
+    if not framework: return {}
+    b = behaviours(resolve_framework(framework), cfg, dtype)
+    out = {k: b[k] for k, d in _DEFAULTS.items() if kw[k] == d}
+    if kw["moe_host_s"] is None and not b["moe_host_sync"]: out["moe_host_s"] = 0.0
+    if dp_overlap == 1.0: out["dp_overlap"] = b["dp_overlap"]
+    out.update(zero3_flat=b["zero3_flat"], zero3_regather=b["zero3_regather"], cp_merge=b["cp_merge"], selective_mm=b["selective_mm"])
+    return out
+
 def estimate(model: ModelSpec, cfg: ParallelConfig, topology: Topology | str = "cloudmatrix384", placement=None, *,
              efficiency: float | None = None,   # matmul efficiency; None: the fitted value for the device type
              dp_overlap: float = 1.0,            # share of the compute window data-parallel traffic can hide behind
@@ -158,8 +171,11 @@ def estimate(model: ModelSpec, cfg: ParallelConfig, topology: Topology | str = "
              grad_accum: str = "fused",          # how gradients add up over micro-batches (`memory.GRAD_ACCUM`): fused in the GEMM
                                                  # (Megatron), autograd's add (DeepSpeed's pipeline), fp32 (DeepSpeed's bf16 optimizer)
              checkpoint_every: int | None = None, async_save: bool = False,   # saves every N steps, staged to host (`storage`)
+             framework: str | None = None,       # "name[@release]" (`frameworks.resolve_framework`): its profile sets every
+                                                 # behaviour above left at its default; None: the defaults (Megatron-Core's)
              advise: bool = True) -> Estimate:
     "Memory per device and step time of `cfg` for `model` on `topology` (a preset name is sized to fit)."
+    cfg = resolve_batch(cfg)                 # no global batch: the one the CLI and the dashboard settle on (`config.resolve_batch`)
     _check(model, cfg, allow_uneven)
     if moe_host_s is not None and not moe_host_s >= 0: raise ValueError(f"moe_host_s={moe_host_s} must be >= 0 (seconds)")
     topo = _resolve_topology(topology if placement is None else placement.topology, cfg.world_size)
@@ -172,6 +188,10 @@ def estimate(model: ModelSpec, cfg: ParallelConfig, topology: Topology | str = "
     links = _placement_links(placement, cfg) if placement is not None else _analytic_links(topo, C, cfg.order)
     kw = dict(dtype=dt, profile=prof, tp_overlap=tp_overlap, flash=flash, fused=fused, attention=attention, loss=loss, ep_overlap=ep_overlap,
               moe_host_s=moe_host_s, grad_accum=grad_accum)
+    fw = _framework_kw(framework, cfg, dt, kw, dp_overlap)
+    dp_overlap, tp_overlap, attention, loss, grad_accum = (fw.pop("dp_overlap", dp_overlap), *(kw[k] for k in
+                                                          ("tp_overlap", "attention", "loss", "grad_accum")))
+    kw.update(fw)
     r = _costs(model, C, topo, links, eff, dp_overlap, allow_uneven, **kw)
     f = lambda x: float(np.asarray(x).reshape(-1)[0])
     limit = mem_fraction * topo.chip.memory_bytes
@@ -183,7 +203,8 @@ def estimate(model: ModelSpec, cfg: ParallelConfig, topology: Topology | str = "
                    {"first": f(r["memory_first"]), "last": f(r["memory_last"])}, limit, f(r["memory"]) > limit,
                    links={a: _link(topo, links[a]) for a in AXIS_GROUPS}, efficiency=eff, efficiency_source=src,
                    microbatches=int(f(r["microbatches"])), hfu=f(r["hfu"]), dtype=dt, peak_tflops=f(r["peak_tflops"]), profile=pname,
-                   attention=attention, loss=loss, grad_accum=grad_accum, moe_host_s=r["moe_host_s"], tp_overlap=tp_overlap_share(tp_overlap) * (cfg.tp > 1))
+                   attention=attention, loss=loss, grad_accum=grad_accum, moe_host_s=r["moe_host_s"], tp_overlap=tp_overlap_share(tp_overlap) * (cfg.tp > 1),
+                   framework=resolve_framework(framework).key if framework else "")
     est = _with_storage(est, model, cfg, topo, checkpoint_every, async_save)
     est.caveats = _caveats(model, cfg, prof)
     if est.oom and advise: est.advice = _advice(model, cfg, topo, est, eff, dp_overlap, mem_fraction, allow_uneven, **kw)
@@ -298,7 +319,8 @@ def _estimate_text(e: Estimate) -> str:
              f"  efficiency {e.efficiency:.3f} ({e.efficiency_source}); profile: {e.profile}"
              + ("" if e.attention == "native" else f"; attention kernels: {e.attention}") + ("" if e.loss == "megatron" else f"; loss: {e.loss}")
              + ("" if e.grad_accum == "fused" else f"; gradients added up after each micro-batch: {e.grad_accum}")
-             + (f"; {100 * e.tp_overlap:.0f} % of TP traffic pipelined with the matmuls" if e.tp_overlap else "")]
+             + (f"; {100 * e.tp_overlap:.0f} % of TP traffic pipelined with the matmuls" if e.tp_overlap else "")
+             + (f"; framework {e.framework}" if e.framework else "")]
     if e.storage: lines += [f"  {x}" for x in storage_text(StorageCost(**e.storage))]
     if e.moe_host_s is not None: lines.append(f"  MoE host hold {1e3 * e.moe_host_s:g} ms per MoE layer and micro-batch (Megatron's "
                                               "token-count sync, fitted on its 25.11 and 26.02 releases; --moe-host-ms 0 for 26.06 on)")
@@ -325,7 +347,9 @@ def cli_estimate(argv: list[str]) -> int:
     add_model_args(p); add_parallel_args(p)
     p.add_argument("--topology", default="cloudmatrix384", help=f"preset ({', '.join(TOPOLOGY_PRESETS)}) or a .toml / .json topology file")
     p.add_argument("--efficiency", type=float, default=None, help="compute efficiency (default: fitted for the device)")
-    p.add_argument("--dp-overlap", type=float, default=1.0); p.add_argument("--mem-fraction", type=float, default=1.0)
+    p.add_argument("--dp-overlap", type=float, default=1.0, help="share of the backward pass data-parallel traffic can hide behind "
+                   "(0: none, as DeepSpeed's pipeline engine)")
+    p.add_argument("--mem-fraction", type=float, default=1.0, help="usable share of device memory for the out-of-memory verdict")
     p.add_argument("--allow-uneven", action="store_true", help="allow layers not divisible by pp × virtual stages")
     p.add_argument("--profile", default="auto", help="machine profile: auto (newest matching), a saved name, or none")
     p.add_argument("--tp-overlap", nargs="?", const="te", default=False, choices=TP_OVERLAP, help="TP communication pipelined with "
@@ -369,7 +393,7 @@ def cli_estimate(argv: list[str]) -> int:
     band = error_band(e.profile if e.efficiency_source.startswith("profile") else None)
     text = band["text"]
     if not e.efficiency_source.startswith("profile") and a.topology != "local":   # preset figures: the published runs' errors
-        from supernode_nb.cost.mindspeed import evidence_band
+        from supernode_nb.cost.accuracy import evidence_band
         band["published"] = evidence_band(_resolve_topology(a.topology, cfg.world_size).chip, moe=model.is_moe)
         text += f"; {band['published']['text']}"
     emit(dict(e.to_dict(), ok=True, fits=e.fits, expected_error=band), a.json, _estimate_text(e) + f"\n  expected error: {text}")

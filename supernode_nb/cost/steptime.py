@@ -161,8 +161,9 @@ def tp_overlap_share(tp_overlap) -> float:   # False, True (= "te"), a `TP_OVERL
     if isinstance(tp_overlap, str):
         if tp_overlap not in TP_OVERLAP: raise ValueError(f"tp_overlap {tp_overlap!r} unknown; use {' or '.join(TP_OVERLAP)}, True or a share in [0, 1]")
         return TP_OVERLAP[tp_overlap]
-    s = float(TP_OVERLAP["te"] if tp_overlap is True else tp_overlap or 0.0)
-    if not 0 <= s <= 1: raise ValueError(f"tp_overlap={tp_overlap} must be a share in [0, 1]")
+    if isinstance(tp_overlap, np.ndarray): s = tp_overlap.astype(float)   # a share per configuration (a fit's grid)
+    else: s = float(TP_OVERLAP["te"] if tp_overlap is True else tp_overlap or 0.0)
+    if not np.all((0 <= s) & (s <= 1)): raise ValueError(f"tp_overlap={tp_overlap} must be a share in [0, 1]")
     return s
 
 def _elementwise_bytes(model: ModelSpec, mbs, tp, cp, sp, w, fused: bool = True):

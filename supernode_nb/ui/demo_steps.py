@@ -13,7 +13,7 @@ from ..foundation.layout import RankLayout
 from ..foundation.placement import Placement, place
 from ..foundation.topology import get_topology, topology_for
 from ..cost.costmodel import compare_measured, estimate
-from ..cost.mindspeed import evidence_band
+from ..cost.accuracy import evidence_band
 from ..cost.planner import plan
 
 # %% auto #0

@@ -333,7 +333,7 @@ def _est_source(st, est=None) -> str:
     if prof and not prof.startswith("none"):
         src += f"; {error_band(prof)['text']}"  # without one on `local`, `prof` says how to measure one
     elif not topo.name.startswith("local"):                # a preset's figures: how the model did on published runs of that device
-        from supernode_nb.cost.mindspeed import evidence_band
+        from supernode_nb.cost.accuracy import evidence_band
         src += f"; {evidence_band(topo.chip, moe=st.spec().is_moe)['text']}"
     for c in getattr(est, "caveats", None) or []: src += f" — caveat: {c}"
     return src
