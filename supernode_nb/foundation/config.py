@@ -9,12 +9,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field, asdict, replace
 from typing import Any
 import argparse
-from .core import AXES, DEFAULT_ORDER, Parser, UsageError, emit
+from .core import AXES, DEFAULT_ORDER, Parser, UsageError, emit, add_renamed
 
 # %% auto #0
-__all__ = ['MODEL_PRESETS', 'SCHEDULES', 'RECOMPUTE', 'DTYPES', 'REDUCE_DTYPES', 'MODEL_SWITCHES', 'DEFAULT_GLOBAL_BATCH',
-           'ModelSpec', 'num_params', 'get_model', 'ParallelConfig', 'ConfigError', 'check', 'validate',
-           'add_parallel_args', 'config_from_args', 'add_model_args', 'model_from_args', 'resolve_batch',
+__all__ = ['MODEL_PRESETS', 'SCHEDULES', 'RECOMPUTE', 'DTYPES', 'REDUCE_DTYPES', 'MODEL_DIMS', 'MODEL_SWITCHES',
+           'DEFAULT_GLOBAL_BATCH', 'ModelSpec', 'num_params', 'get_model', 'ParallelConfig', 'ConfigError', 'check',
+           'validate', 'add_parallel_args', 'config_from_args', 'add_model_args', 'model_from_args', 'resolve_batch',
            'cli_validate']
 
 # %% ../../nbs/00_foundation/01_config.ipynb #69602463
@@ -223,16 +223,20 @@ def _batch_errors(cfg: ParallelConfig) -> list[str]:
     return e
 
 # %% ../../nbs/00_foundation/01_config.ipynb #e93a1faf
-def check(model: ModelSpec, cfg: ParallelConfig, world_size: int | None = None) -> list[str]:
-    "Every constraint `cfg` breaks for `model` (and `world_size` when given), each with its numbers."
+def _degree_errors(cfg: ParallelConfig) -> list[str]:
+    "Degrees, micro-batch size, virtual stages and global batch below 1."
     e: list[str] = []
-    deg = cfg.degrees()
-    bad = [f"{k}={v}" for k, v in deg.items() if v < 1]
+    bad = [f"{k}={v}" for k, v in cfg.degrees().items() if v < 1]
     if bad: e.append(f"degrees must be >= 1: {', '.join(bad)}")
     for k in ("micro_batch_size", "virtual_stages"):
         if getattr(cfg, k) < 1: e.append(f"{k}={getattr(cfg, k)} must be >= 1")
     if cfg.global_batch_size is not None and cfg.global_batch_size < 1:
         e.append(f"global_batch_size={cfg.global_batch_size} must be >= 1")
+    return e
+
+def _model_errors(model: ModelSpec) -> list[str]:
+    "A model's own shape: sizes below 1, a MoE's shared and dense layers, multi-head latent attention."
+    e: list[str] = []
     for k in ("layers", "hidden", "heads", "ffn_hidden", "vocab", "seq_len"):
         if getattr(model, k) < 1: e.append(f"model {k}={getattr(model, k)} must be >= 1")
     if model.kv_heads is not None and model.kv_heads < 1: e.append(f"model kv_heads={model.kv_heads} must be >= 1")
@@ -261,13 +265,36 @@ def check(model: ModelSpec, cfg: ParallelConfig, world_size: int | None = None) 
                 f"rope_dim={model.rope_dim} must be < kv_channels={model.head_dim}: a head's key is its own part plus the shared "
                 "rotary part"
             )
+    return e
+
+def _option_errors(cfg: ParallelConfig) -> list[str]:
+    "Names a config picks from a list: schedule, recompute, ZeRO stage, dtypes, rank order."
+    e: list[str] = []
     if cfg.schedule not in SCHEDULES: e.append(f"schedule {cfg.schedule!r} unknown; use {', '.join(SCHEDULES)}")
     if cfg.recompute not in RECOMPUTE: e.append(f"recompute {cfg.recompute!r} unknown; use {', '.join(RECOMPUTE)}")
     if not 0 <= cfg.zero <= 3: e.append(f"zero={cfg.zero} must be 0, 1, 2 or 3")
     for k, ok in (("dtype", DTYPES), ("reduce_dtype", REDUCE_DTYPES)):
         if getattr(cfg, k) not in ok: e.append(f"{k} {getattr(cfg, k)!r} unknown; use {', '.join(ok)}")
     e += _check_order(cfg.order)
-    if e and any(v < 1 for v in deg.values()): return e   # the rest divides by degrees
+    return e
+
+# %% ../../nbs/00_foundation/01_config.ipynb #823e740c
+def _moe_errors(model: ModelSpec, ep: int, dp: int, cp: int) -> list[str]:
+    "Experts against ep (a MoE) or ep and top_k set on a dense model."
+    e: list[str] = []
+    if model.is_moe:
+        if model.experts % ep: e.append(f"experts={model.experts} not divisible by ep={ep}")
+        if (dp * cp) % ep: e.append(f"ep={ep} must divide dp({dp}) × cp({cp}) = {dp * cp}, the ranks experts are carved from")
+        if not 1 <= model.top_k <= model.experts: e.append(f"top_k={model.top_k} must be in 1..experts={model.experts}")
+    else:
+        if ep > 1: e.append(f"ep={ep} needs an MoE model (model {model.name!r} has experts=0)")
+        if model.top_k: e.append(f"top_k={model.top_k} set on a dense model (experts=0)")
+    if model.experts < 0: e.append(f"experts={model.experts} must be >= 0")
+    return e
+
+def _fit_errors(model: ModelSpec, cfg: ParallelConfig, world_size: int | None) -> list[str]:
+    "The config against the model and the world: degrees that divide heads, layers, experts, sequence and batch."
+    e: list[str] = []
     tp, cp, dp, pp, ep, v = cfg.tp, cfg.cp, cfg.dp, cfg.pp, cfg.ep, cfg.virtual_stages
     if world_size is not None and cfg.world_size != world_size:
         e.append(f"tp({tp}) × cp({cp}) × dp({dp}) × pp({pp}) = {cfg.world_size} ≠ world size {world_size}")
@@ -281,14 +308,7 @@ def check(model: ModelSpec, cfg: ParallelConfig, world_size: int | None = None) 
     if v > 1 and cfg.schedule != "interleaved": e.append(f"virtual_stages={v} needs schedule 'interleaved' (got {cfg.schedule!r})")
     if cfg.schedule == "interleaved" and pp < 2: e.append(f"schedule 'interleaved' needs pp >= 2 (got pp={pp})")
     if cfg.schedule == "interleaved" and v < 2: e.append(f"schedule 'interleaved' needs virtual_stages >= 2 (got {v})")
-    if model.is_moe:
-        if model.experts % ep: e.append(f"experts={model.experts} not divisible by ep={ep}")
-        if (dp * cp) % ep: e.append(f"ep={ep} must divide dp({dp}) × cp({cp}) = {dp * cp}, the ranks experts are carved from")
-        if not 1 <= model.top_k <= model.experts: e.append(f"top_k={model.top_k} must be in 1..experts={model.experts}")
-    else:
-        if ep > 1: e.append(f"ep={ep} needs an MoE model (model {model.name!r} has experts=0)")
-        if model.top_k: e.append(f"top_k={model.top_k} set on a dense model (experts=0)")
-    if model.experts < 0: e.append(f"experts={model.experts} must be >= 0")
+    e += _moe_errors(model, ep, dp, cp)
     e += _batch_errors(cfg)
     if model.seq_len % cp: e.append(f"seq_len={model.seq_len} not divisible by cp={cp}")
     if cfg.sequence_parallel and tp == 1: e.append("sequence_parallel needs tp > 1 (got tp=1)")
@@ -296,6 +316,12 @@ def check(model: ModelSpec, cfg: ParallelConfig, world_size: int | None = None) 
         e.append(f"sequence_parallel: seq_len={model.seq_len} not divisible by tp({tp}) × cp({cp}) = {tp * cp}")
     if cfg.zero >= 1 and dp * cp == 1: e.append(f"zero={cfg.zero} shards over dp × cp = 1: nothing to shard")
     return e
+
+def check(model: ModelSpec, cfg: ParallelConfig, world_size: int | None = None) -> list[str]:
+    "Every constraint `cfg` breaks for `model` (and `world_size` when given), each with its numbers."
+    e = _degree_errors(cfg) + _model_errors(model) + _option_errors(cfg)
+    if e and any(v < 1 for v in cfg.degrees().values()): return e   # the rest divides by degrees
+    return e + _fit_errors(model, cfg, world_size)
 
 def validate(model: ModelSpec, cfg: ParallelConfig, world_size: int | None = None) -> ParallelConfig:
     "Return `cfg` when valid; otherwise raise one `ConfigError` listing every broken constraint."
@@ -307,20 +333,24 @@ def add_parallel_args(p: Parser, world: bool = False):
     "Add the degree and schedule flags shared by every command."
     for ax in ("tp", "pp", "dp", "ep", "cp"): p.add_argument(f"--{ax}", type=int, default=1, help=f"{ax} degree")
     p.add_argument("--order", default=DEFAULT_ORDER, help="rank order, leftmost innermost")
-    p.add_argument("--sequence-parallel", action="store_true")
-    p.add_argument("--micro-batch", type=int, default=1, help="micro-batch size")
-    p.add_argument("--global-batch", type=int, default=None, help="global batch size (sequences)")
+    p.add_argument("--sequence-parallel", action="store_true", help="shard norm and dropout activations along the sequence over tp")
+    add_renamed(p, "--micro-batch-size", "--micro-batch", dest="micro_batch", type=int, default=1,
+                help="sequences per micro-batch on each data-parallel rank")
+    add_renamed(p, "--global-batch-size", "--global-batch", dest="global_batch", type=int, default=None,
+                help=f"sequences per step (default: {DEFAULT_GLOBAL_BATCH} where they split into micro-batches; `config.resolve_batch`)")
     p.add_argument(
         "--micro-batches", type=int, default=None, help="micro-batches per step per pipeline (the global batch: this × micro-batch × dp)"
     )
-    p.add_argument("--schedule", choices=SCHEDULES, default="1f1b")
-    p.add_argument("--virtual-stages", type=int, default=1)
-    p.add_argument("--zero", type=int, default=0)
-    p.add_argument("--recompute", choices=RECOMPUTE, default="none")
+    p.add_argument("--schedule", choices=SCHEDULES, default="1f1b", help="pipeline schedule (zb-h1: zero bubble)")
+    p.add_argument("--virtual-stages", type=int, default=1, help="model chunks per pipeline rank (interleaved 1F1B)")
+    p.add_argument("--zero", type=int, default=0, help="ZeRO stage: shard optimizer state (1), gradients (2), "
+                   "parameters (3) over dp")
+    p.add_argument("--recompute", choices=RECOMPUTE, default="none", help="activation recompute: none, selective (attention), full")
     p.add_argument("--dtype", choices=DTYPES, default="fp32",
                    help="parameters and activations (bf16: fp32 master weights; fp8: bf16 with float8 linears, priced only)")
     p.add_argument("--reduce-dtype", choices=REDUCE_DTYPES, default="fp32", help="dtype of the gradient reduction over dp")
-    if world: p.add_argument("--world", type=int, default=None, help="world size (default: the product of degrees)")
+    if world: add_renamed(p, "--world-size", "--world", dest="world", type=int, default=None,
+                          help="world size, ranks (default: the product of degrees)")
 
 def config_from_args(a) -> ParallelConfig:
     "The `ParallelConfig` named by parsed flags of `add_parallel_args`, its global batch settled by `resolve_batch`."
@@ -330,6 +360,11 @@ def config_from_args(a) -> ParallelConfig:
                           dtype=getattr(a, "dtype", "fp32"), reduce_dtype=getattr(a, "reduce_dtype", "fp32")),
                          getattr(a, "micro_batches", None))
 
+MODEL_DIMS = {"layers": "transformer layers", "hidden": "hidden size (the model's width)", "heads": "attention heads",
+              "ffn-hidden": "MLP width (default 4 × hidden)", "vocab": "vocabulary size", "seq": "sequence length, tokens",
+              "experts": "MoE: experts per layer (0: dense)", "top-k": "MoE: experts each token is routed to",
+              "kv-heads": "key/value heads (grouped-query attention; default: heads)",
+              "kv-channels": "width of one attention head (default: hidden / heads)"}
 MODEL_SWITCHES = {"gated-mlp": "SwiGLU-style MLP with three matrices (Llama, Mixtral)",
                   "bias": "biases in the linear layers and norms (GPT-3)",
                   "learned-pos": "learned position embeddings (GPT) rather than rotary",
@@ -339,7 +374,7 @@ def add_model_args(p: Parser):
     "`--model PRESET` or explicit dimensions (`--layers --hidden --heads --seq --vocab ...`)."
     p.add_argument("--model", default=None, help=f"preset: {', '.join(MODEL_PRESETS)}")
     for k in ("layers", "hidden", "heads", "ffn-hidden", "vocab", "seq", "experts", "top-k", "kv-heads", "kv-channels"):
-        p.add_argument(f"--{k}", type=int, default=None)
+        p.add_argument(f"--{k}", type=int, default=None, help=MODEL_DIMS[k] + " (overrides the preset's)")
     p.add_argument("--window", type=int, default=None, help="sliding-window attention span in tokens (0: full attention)")
     p.add_argument("--window-share", type=float, default=None, help="share of the layers with the window (default 1)")
     p.add_argument("--shared-ffn", type=int, default=None, help="MoE: width of the shared experts' MLP, summed (0: none)")
