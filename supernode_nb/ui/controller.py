@@ -220,8 +220,8 @@ class ReplayRun(RunHandle):
                  per_poll: int = 1,                    # records a poll returns (`world`: a step at a time)
                  slow: dict[int, float] | None = None):  # rank -> factor on its compute: planted stragglers
         self._init_handle(world)
-        self.recs, self.delay, self.fail, self.endless, self.stopped = synthetic_records(world, steps, slow=slow), delay, fail, endless, False
-        self.per_poll = per_poll
+        self.recs = synthetic_records(world, steps, slow=slow)
+        self.delay, self.fail, self.endless, self.stopped, self.per_poll = delay, fail, endless, False, per_poll
     def poll(self) -> list[dict]:
         time.sleep(self.delay)
         if self.endless and not self.stopped:

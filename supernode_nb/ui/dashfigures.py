@@ -116,7 +116,8 @@ def _rank_summary_html(st: DashboardState) -> str:
     rng = f" · steps {min(steps)}–{max(steps)}" if steps else ""
     slow = "".join(f'<span class="snb-straggler" style="color:#9a6700"> · 🐢 rank {x["rank"]} slow ×{x["score"]:.1f}</span>'
                    for x in (getattr(st, "stragglers", []) or [])[:5])
-    return f'<div class="snb-ranks snb-ranks-summary" data-ranks="{len(st.rank_states)}">{len(st.rank_states):,} ranks: {states}{rng}{slow}</div>'
+    n = len(st.rank_states)
+    return f'<div class="snb-ranks snb-ranks-summary" data-ranks="{n}">{n:,} ranks: {states}{rng}{slow}</div>'
 
 
 # %% ../../nbs/60_ui/65_dashfigures.ipynb #9f02c43f
@@ -308,7 +309,8 @@ def update_drill(fig, ls: LiveStats, rm: RankMap, kind: str, label: str) -> np.n
     with ctx:
         for j, p in enumerate(PARTS): t = _trace(fig, p); t.x, t.y = x, ls.parts[ranks, j]
         t = _trace(fig, "wall"); t.x, t.y = x, wall
-        fig.layout.title.text = f"{label}: {len(ranks)} of its {n} ranks" + (" (the slowest)" if n > len(ranks) else "") + " — click a rank"
+        part = f"{len(ranks)} of its {n} ranks" + (" (the slowest)" if n > len(ranks) else "")
+        fig.layout.title.text = f"{label}: {part} — click a rank"
     return ranks
 
 # %% ../../nbs/60_ui/65_dashfigures.ipynb #033c8efd

@@ -164,7 +164,8 @@ def named_stragglers(log: RunLog, threshold: float = 1.5, window: int = 5) -> li
     coords = [{k: v for k, v in (last[r].get("coords") or {}).items() if k in _CMP_AXES + ("pp",)} for r in range(log.world)]
     members = peer_groups(coords)
     score, axis = straggler_scores(A.parts[rows, :, PARTS.index("compute")].astype(float), members)
-    named = [dict(rank=int(r), score=round(float(score[r]), 3), axis=axis[r], steps=len(rows)) for r in np.argsort(-np.nan_to_num(score, nan=-1))
+    by_score = np.argsort(-np.nan_to_num(score, nan=-1))
+    named = [dict(rank=int(r), score=round(float(score[r]), 3), axis=axis[r], steps=len(rows)) for r in by_score
              if score[r] >= threshold]
     cd = dict(enumerate(coords))
     return [d for i, d in enumerate(named) if not any(_one_axis_apart(cd, d["rank"], e["rank"]) for e in named[:i])]
@@ -186,7 +187,7 @@ def slowest(compute: np.ndarray,       # (steps, world): compute seconds of the 
             wall: np.ndarray,          # (world,): each rank's latest wall time
             rm: RankMap, k: int = 5,
             plane: np.ndarray | None = None) -> list[dict]:   # each rank's busiest plane (index into `rm.planes`)
-    "The `k` ranks with the most compute (median over the steps), with where they sit (node, domain, plane), their straggler score and axis."
+    "The `k` ranks with the most compute (median over the steps): where they sit (node, domain, plane), their straggler score and axis."
     med = np.median(compute, axis=0) if len(compute) else np.zeros(rm.world)
     score, axis = straggler_scores(compute, rm.members) if len(compute) else (np.full(rm.world, np.nan), [""] * rm.world)
     top = np.argsort(-med, kind="stable")[:k]
@@ -210,7 +211,7 @@ class LiveStats:
     parts: np.ndarray              # (world, PARTS) seconds at `step`
 
 def live_stats(log: RunLog, rm: RankMap, by: str = "stage", k: int = 5, window: int = 5, last: int = 60) -> LiveStats:
-    "Summarise `log` for the live view: parts by `by` group at the latest complete step, the last `last` steps' walls, planes, the `k` slowest."
+    "`log` for the live view: parts by `by` group at the latest complete step, the last `last` steps' walls, planes, the `k` slowest."
     A = log.arrays
     steps, wall = A.view(last)
     done = A.complete_rows(window)
