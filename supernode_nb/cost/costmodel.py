@@ -370,6 +370,9 @@ def cli_estimate(argv: list[str]) -> int:
                    "its write against the storage plane, and the step's share of the time it holds training")
     p.add_argument("--async-save", action="store_true", help="with --checkpoint-every: save asynchronously (the step pays the "
                    "copy to host memory; the write runs beside training)")
+    p.add_argument("--framework", default=None, metavar="NAME[@RELEASE]", help="price the run as this framework runs it: "
+                   f"{', '.join(sorted({f.name for f in FRAMEWORKS.values()}))} (optionally @release); its profile sets what overlaps, "
+                   "kernels, ZeRO-3 gathers, gradient accumulation (flags given here win)")
     p.add_argument("--json", action="store_true")
     a = p.parse_args(argv)
     dtype = a.dtype if any(x == "--dtype" or x.startswith("--dtype=") for x in argv) else None   # unset: the model's own
@@ -381,7 +384,7 @@ def cli_estimate(argv: list[str]) -> int:
     _check_saves(a)
     try: e = estimate(model, cfg, a.topology, efficiency=a.efficiency, dp_overlap=a.dp_overlap, mem_fraction=a.mem_fraction,
                      allow_uneven=a.allow_uneven, dtype=dtype, profile=None if a.profile == "none" else a.profile, tp_overlap=a.tp_overlap, ep_overlap=a.ep_overlap,
-                     flash=not a.no_flash, fused=not a.eager, attention=a.attention, loss=a.loss, grad_accum=a.grad_accum,
+                     flash=not a.no_flash, fused=not a.eager, attention=a.attention, loss=a.loss, grad_accum=a.grad_accum, framework=a.framework,
                      moe_host_s=None if a.moe_host_ms is None else a.moe_host_ms / 1e3, checkpoint_every=a.checkpoint_every,
                      async_save=a.async_save)
     except ConfigError as err:

@@ -10,7 +10,7 @@ import math, time
 from collections import Counter
 from dataclasses import dataclass, field, asdict
 import numpy as np
-from ..foundation.core import Parser, UsageError, emit
+from ..foundation.core import Parser, UsageError, emit, add_renamed
 from ..foundation.config import ModelSpec, ParallelConfig, ConfigError, check, MODEL_PRESETS, DTYPES, add_model_args, model_from_args
 from ..foundation.topology import Topology, TopologyError, get_topology, topology_for, TOPOLOGY_PRESETS, SIZE_PARAM, GiB
 from ..foundation.capabilities import backend_for, engine_gap_columns
@@ -186,6 +186,9 @@ def _take(S: dict, Vr: dict, idx) -> dict:
 
 
 # %% ../../nbs/10_cost/13_planner.ipynb #dc4ac696
+from .costmodel import _framework_kw
+from .frameworks import resolve_framework, dp_overlap_columns
+
 def plan(model: ModelSpec, topology: Topology | str, global_batch: int, space: SearchSpace = SearchSpace(), *,
          max_devices: int | None = None,      # use at most this many of the healthy devices
          top: int = 10, mem_fraction: float = 0.9, efficiency: float | None = None, dp_overlap: float = 1.0,
@@ -199,6 +202,7 @@ def plan(model: ModelSpec, topology: Topology | str, global_batch: int, space: S
          ep_overlap: bool = False,            # MoE all-to-alls beside another micro-batch's compute, as for `costmodel.estimate`
          moe_host_s: float | None = None,     # Megatron's MoE host hold, as for `costmodel.estimate`
          checkpoint_every: int | None = None, async_save: bool = False,   # the best plan's saves, as for `costmodel.estimate`
+         framework: str | None = None,        # "name[@release]": its profile's behaviours, as for `costmodel.estimate`
          allow_uneven: bool = False) -> Plan:  # also layers not divisible by pp × v (Megatron's, torchtitan's uneven splits)
     "Search every valid configuration; return the fastest that fits memory, with rejections explained."
     t0 = time.perf_counter()
@@ -225,11 +229,15 @@ def plan(model: ModelSpec, topology: Topology | str, global_batch: int, space: S
         if len(rows): out[rows] = np.broadcast_to(x, (len(rows), shape[1]))
         return out
     Rs, Ss = {}, {k: v[rows] for k, v in S.items()}
+    kw = dict(attention=attention, tp_overlap=tp_overlap, loss=loss, ep_overlap=ep_overlap, moe_host_s=moe_host_s, grad_accum=grad_accum,
+              flash=True, fused=True)
+    kw.update(_framework_kw(framework, ParallelConfig(tp=2), dt, kw, dp_overlap))   # a profile's behaviours (tp's where tp > 1)
+    kw.pop("dp_overlap", None)                            # ... and its reduction's overlap per layout (ZeRO-3, pipelines)
+    dpo = dp_overlap_columns(resolve_framework(framework), Ss["pp"], Vr["zero"]) if framework and dp_overlap == 1.0 else dp_overlap
     if len(rows):
         with np.errstate(divide="ignore", invalid="ignore"):
-            Rs = _costs(model, {**Ss, **Vr, "rw": C["rw"]}, topo, _analytic_links(topo, Ss, ParallelConfig().order), eff, dp_overlap,
-                        allow_uneven, dtype=dt, profile=prof, attention=attention, tp_overlap=tp_overlap, loss=loss, ep_overlap=ep_overlap,
-                        moe_host_s=moe_host_s, grad_accum=grad_accum)
+            Rs = _costs(model, {**Ss, **Vr, "rw": C["rw"]}, topo, _analytic_links(topo, Ss, ParallelConfig().order), eff, dpo,
+                        allow_uneven, dtype=dt, profile=prof, **kw)
     get = lambda k: Rs.get(k, 0.0)
     R = dict(memory=full(get("memory"), np.inf), tokens_per_s=full(get("tokens_per_s"), 0.0), world=full(get("world"), 0.0),
              step_time_s=full(get("step_time_s"), np.inf), mfu=full(get("mfu"), 0.0),
@@ -272,7 +280,8 @@ def plan(model: ModelSpec, topology: Topology | str, global_batch: int, space: S
         e = estimate(model, ParallelConfig(**topl[0]["config"]), topo, efficiency=efficiency, dp_overlap=dp_overlap, mem_fraction=mem_fraction,
                      allow_uneven=allow_uneven,
                      dtype=dt, profile=prof, attention=attention, tp_overlap=tp_overlap, loss=loss, ep_overlap=ep_overlap,
-                     moe_host_s=moe_host_s, grad_accum=grad_accum, checkpoint_every=checkpoint_every, async_save=async_save)
+                     moe_host_s=moe_host_s, grad_accum=grad_accum, checkpoint_every=checkpoint_every, async_save=async_save,
+                     framework=framework)
         best["estimate"], best["storage"] = e.to_dict(), e.storage
     pi = ok[_pareto(mem[ok], tps[ok])] if len(ok) else ok
     par = [_row(c, res, i) for c, i in zip(_configs(_take(S, Vr, pi), range(len(pi)), dt), pi)]
@@ -357,9 +366,11 @@ def cli_plan(argv: list[str]) -> int:
     add_model_args(p)
     p.add_argument("--topology", default="cloudmatrix384", help=f"preset ({', '.join(TOPOLOGY_PRESETS)}) or a .toml / .json topology file")
     p.add_argument("--devices", type=int, default=None, help="devices to plan for (default: the preset's default size)")
-    p.add_argument("--global-batch", type=int, required=True, help="global batch (sequences)")
-    p.add_argument("--top", type=int, default=10); p.add_argument("--mem-fraction", type=float, default=0.9)
-    p.add_argument("--min-devices", type=int, default=None); p.add_argument("--efficiency", type=float, default=None)
+    add_renamed(p, "--global-batch-size", "--global-batch", dest="global_batch", type=int, default=None, help="sequences per step (required)")
+    p.add_argument("--top", type=int, default=10, help="how many of the fastest plans to list")
+    p.add_argument("--mem-fraction", type=float, default=0.9, help="usable share of device memory (the rest for fragmentation, buffers)")
+    p.add_argument("--min-devices", type=int, default=None, help="plans on at least this many devices (default: any)")
+    p.add_argument("--efficiency", type=float, default=None, help="matmul efficiency (default: fitted for the device)")
     p.add_argument("--dtype", choices=DTYPES, default=None, help="compute dtype (default: the model's own; fp8: float8 linears)")
     p.add_argument("--runnable", action="store_true", help="only plans this engine can run on the topology's backend")
     p.add_argument("--profile", default="auto", help="machine profile: auto, a saved name, or none")
@@ -379,9 +390,12 @@ def cli_plan(argv: list[str]) -> int:
     p.add_argument("--checkpoint-every", type=int, default=None, metavar="N", help="price the best plan's checkpoint saved every N "
                    "steps, as estimate does (its write against the storage plane)")
     p.add_argument("--async-save", action="store_true", help="with --checkpoint-every: asynchronous saves (the step pays the copy to host)")
+    p.add_argument("--framework", default=None, metavar="NAME[@RELEASE]", help="price every layout as this framework runs it "
+                   "(`supernode-nb estimate --help` lists them); flags given here win")
     p.add_argument("--json", action="store_true")
     a = p.parse_args(argv)
     _check_saves(a, _PROG)
+    if a.global_batch is None: p.error("the following arguments are required: --global-batch-size")
     try: model = model_from_args(a, "tiny-gpt")
     except ConfigError as e: raise UsageError(f"{_PROG}: error: {e.errors[0]}") from None
     try: get_topology(a.topology)   # a preset's name or a topology file: an unknown name, a broken file, said here
@@ -396,7 +410,7 @@ def cli_plan(argv: list[str]) -> int:
                     mem_fraction=a.mem_fraction, efficiency=a.efficiency, dtype=a.dtype, runnable_only=a.runnable,
                     profile=None if a.profile == "none" else a.profile, attention=a.attention, tp_overlap=a.tp_overlap,
                     loss=a.loss, grad_accum=a.grad_accum, ep_overlap=a.ep_overlap, moe_host_s=None if a.moe_host_ms is None else a.moe_host_ms / 1e3,
-                    allow_uneven=a.allow_uneven, checkpoint_every=a.checkpoint_every, async_save=a.async_save)
+                    allow_uneven=a.allow_uneven, checkpoint_every=a.checkpoint_every, async_save=a.async_save, framework=a.framework)
     except ValueError as e: raise UsageError(f"{_PROG}: error: {e}") from None
     from supernode_nb.foundation.store import auto_record
     if res.best: auto_record({"model": model.to_dict(), "config": res.best["config"], "estimate": res.best.get("estimate")},

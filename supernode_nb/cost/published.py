@@ -82,7 +82,7 @@ def _setting(item: str, where: str) -> tuple:
     head, _, says = item.partition(":")
     k, _, v = (x.strip() for x in head.partition("="))
     if k not in BEHAVIOURS: raise ValueError(f"{where}: setting {k!r} unknown; a row may state {', '.join(BEHAVIOURS)}")
-    d = getattr(Framework("", "", ""), k)
+    d = getattr(Framework(name="", release="", summary=""), k)
     val = (v if v in ("te", "torch") else bool(int(v))) if k == "tp_overlap" else bool(int(v)) if isinstance(d, bool) else (
         float(v) if isinstance(d, float) else v)
     return k, val, says.strip()
