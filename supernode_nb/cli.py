@@ -7,10 +7,10 @@ Docs: https://supernode-nb.github.io/supernode_nb/cli.html.md"""
 # %% ../nbs/90_cli.ipynb #a4d20b11
 from __future__ import annotations
 import importlib, sys
-from .foundation.core import UsageError
+from .foundation.core import UsageError, command_summary
 
 # %% auto #0
-__all__ = ['COMMANDS', 'PREWARM', 'available', 'main', 'entry']
+__all__ = ['COMMANDS', 'PREWARM', 'available', 'usage_text', 'main', 'entry']
 
 # %% ../nbs/90_cli.ipynb #d8c566b7
 COMMANDS: dict[str, str] = {  # name -> "module:function"
@@ -45,13 +45,21 @@ def available() -> list[str]:
         except (ImportError, AttributeError): pass
     return out
 
+# %% ../nbs/90_cli.ipynb #68744b89
+def usage_text() -> str:
+    "`supernode-nb --help`: every command available here, each with what it does."
+    names = available()
+    w = max(map(len, names), default=0)
+    return "\n".join(["usage: supernode-nb COMMAND [options] [--json]   (supernode-nb COMMAND --help: its options)", "", "commands:"]
+                     + [f"  {n:<{w}}  {command_summary(_resolve(n))}" for n in names])
+
 # %% ../nbs/90_cli.ipynb #05bd44ef
 def main(argv: list[str] | None = None) -> int:
     "Entry point of the `supernode-nb` console script."
     import os
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] in ("-h", "--help"):   # only help pays for importing every module
-        print("usage: supernode-nb {" + ",".join(available()) + "} [--json] ...", file=sys.stdout if argv else sys.stderr)
+        print(usage_text(), file=sys.stdout if argv else sys.stderr)
         return 0 if argv else 2
     cmd, rest = argv[0], argv[1:]
     if cmd not in COMMANDS:

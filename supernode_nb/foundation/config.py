@@ -278,7 +278,7 @@ def _option_errors(cfg: ParallelConfig) -> list[str]:
     e += _check_order(cfg.order)
     return e
 
-# %% ../../nbs/00_foundation/01_config.ipynb #823e740c
+# %% ../../nbs/00_foundation/01_config.ipynb #820968d5
 def _moe_errors(model: ModelSpec, ep: int, dp: int, cp: int) -> list[str]:
     "Experts against ep (a MoE) or ep and top_k set on a dense model."
     e: list[str] = []

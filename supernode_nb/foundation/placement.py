@@ -356,10 +356,11 @@ def cli_place(argv: list[str]) -> int:
     p.add_argument("--topology", required=True, help="preset (" + ", ".join(SIZE_PARAM) + ") or a .toml / .json topology file")
     for k in ("nodes", "supernodes", "racks", "devices"): p.add_argument(f"--{k}", type=int, default=None, help="preset size")
     p.add_argument("--unhealthy", type=int_list, default=[], help="device ids, e.g. 3,17")
-    p.add_argument("--strategy", choices=STRATEGIES, default="topology-aware")
+    p.add_argument("--strategy", choices=STRATEGIES, default="topology-aware", help="how ranks go onto devices: topology-aware "
+                   "keeps the busiest axes inside the high-speed domain; the others are baselines to compare with")
     p.add_argument("--seed", type=int, default=0, help="seed of the random strategy")
     p.add_argument("--script", default=None, help="training script: add the torchrun command of every node")
-    p.add_argument("--master-port", type=int, default=29500)
+    p.add_argument("--master-port", type=int, default=29500, help="rendezvous port in the printed torchrun commands (with --script)")
     p.add_argument("--json", action="store_true")
     a = p.parse_args(argv)
     try:

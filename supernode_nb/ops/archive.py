@@ -133,15 +133,18 @@ def cli_archive(argv: list[str]) -> int:
     p.add_argument("--archive", default=None, help=f"archive file (default {default_path()})")
     sub = p.add_subparsers(dest="cmd", required=True)
     ls = sub.add_parser("list", help="list runs and plans, newest first")
-    for k in ("kind", "model", "outcome", "label"): ls.add_argument(f"--{k}", default=None)
-    ls.add_argument("--limit", type=int, default=20)
+    for k, what in (("kind", "run or plan"), ("model", "model name"), ("outcome", "a run's outcome, e.g. ok or failed"),
+                    ("label", "a label given when it was recorded")):
+        ls.add_argument(f"--{k}", default=None, help=f"only records of this {what}")
+    ls.add_argument("--limit", type=int, default=20, help="at most this many records")
     sh = sub.add_parser("show", help="one record in full"); sh.add_argument("id", type=int)
     cp = sub.add_parser("compare", help="two records side by side"); cp.add_argument("a", type=int); cp.add_argument("b", type=int)
     cp.add_argument("--all", action="store_true", help="show equal rows too")
     rr = sub.add_parser("rerun", help="run again from an archived config"); rr.add_argument("id", type=int)
     rr.add_argument("--dry-run", action="store_true", help="print the run command instead of running it")
-    ac = sub.add_parser("accuracy", help="the estimate's past predicted-vs-measured pairs"); ac.add_argument("--profile", default="*")
-    for q in (ls, sh, cp, rr, ac): q.add_argument("--json", action="store_true"); q.add_argument("--archive", default=None)
+    ac = sub.add_parser("accuracy", help="the estimate's past predicted-vs-measured pairs"); ac.add_argument("--profile", default="*", help="machine profile name (glob; default: all)")
+    for q in (ls, sh, cp, rr, ac):
+        q.add_argument("--json", action="store_true"); q.add_argument("--archive", default=None, help=f"archive file (default {default_path()})")
     a, rest = p.parse_known_args(argv)
     if rest and a.cmd != "rerun": raise UsageError(f"supernode-nb archive {a.cmd}: error: unrecognized arguments: {' '.join(rest)}")
     arc = Archive(a.archive)

@@ -227,7 +227,8 @@ def _tt_layout(m: ModelSpec, c: ParallelConfig, k: Knobs) -> tuple[list[tuple], 
               ("virtual_stages", "--parallelism.pipeline_parallel_layers_per_stage", m.layers // (c.pp * c.virtual_stages)),
               ("virtual_stages", "--parallelism.pipeline_parallel_first_stage_less_layers", 0),
               ("virtual_stages", "--parallelism.pipeline_parallel_last_stage_less_layers", 0),
-              ("micro_batch_size", "--parallelism.pipeline_parallel_microbatch_size", c.micro_batch_size)]
+              ("micro_batch_size", "--parallelism.pipeline_parallel_microbatch_size", c.micro_batch_size),
+              ("pp", "--training.disable-cuda-graphs", None)]   # its Trainer.Config: "CUDA graphs do not support pipeline parallelism yet"
     local = c.gbs // c.dp if c.pp > 1 else c.micro_batch_size    # pp: every micro-batch in one step; else accumulated steps
     r += [("micro_batch_size", "--training.local_batch_size", local), ("global_batch_size", "--training.global_batch_size", c.gbs)]
     if "-".join(a for a in c.order.split("-") if a != "ep") != TITAN_ORDER:
@@ -336,7 +337,7 @@ def script(e: Export, node_rank: int | None = None) -> str:
     out = _header(e) + _arg_lines(e)
     if node_rank is not None: return "\n".join(out + _node_lines(e, e.nodes[node_rank])) + "\n"
     if len(e.nodes) == 1: return "\n".join(out + _node_lines(e, e.nodes[0])) + "\n"
-    out += [': "${NODE_RANK:?set NODE_RANK to this node'"'"'s line in the hostfile, from 0}"', 'case "$NODE_RANK" in']
+    out += [': "${NODE_RANK:?set NODE_RANK to the line of this node in the hostfile, from 0}"', 'case "$NODE_RANK" in']
     for n in e.nodes: out += [f"  {n['node_rank']})"] + _node_lines(e, n, "    ") + ["    ;;"]
     return "\n".join(out + ['  *) echo "NODE_RANK=$NODE_RANK: not one of 0..' f'{len(e.nodes) - 1}" >&2; exit 2;;', "esac"]) + "\n"
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json, sys, time
 import torch
 import torch.distributed as dist
-from ..foundation.core import Parser, emit
+from ..foundation.core import Parser, emit, add_renamed
 from ..cost.commbw import bus_factor
 from ..comm.collectives import Comm, CommRecorder
 from .launch import spawn
@@ -99,10 +99,10 @@ def _bench_overhead(rank, world_size, n, block=20):
 def cli_comm_bench(argv: list[str]) -> int:
     "supernode-nb comm-bench: time every collective on a local gloo cluster; JSON rows."
     p = Parser(prog="supernode-nb comm-bench", description="Collective benchmark on local ranks (gloo).")
-    p.add_argument("--world", type=int, default=4)
+    add_renamed(p, "--world-size", "--world", dest="world", type=int, default=4, help="local gloo ranks to time the collectives on")
     p.add_argument("--sizes", default="1K,64K,1M,4M", help="comma-separated sizes with K/M suffixes")
-    p.add_argument("--ops", default=",".join(BENCH_OPS))
-    p.add_argument("--iters", type=int, default=5)
+    p.add_argument("--ops", default=",".join(BENCH_OPS), help="comma-separated collectives to time (default: all of them)")
+    p.add_argument("--iters", type=int, default=5, help="timed repetitions of each size (the median is reported)")
     p.add_argument("--overhead", action="store_true", help="also measure the wrapper's overhead (JSON on stderr)")
     p.add_argument("--json", action="store_true")
     a = p.parse_args(argv)

@@ -14,6 +14,7 @@ from ..foundation.config import (ModelSpec, ParallelConfig, ConfigError, add_par
                                             add_model_args, model_from_args)
 from ..foundation.layout import RankLayout
 from ..comm.collectives import Comm, CommRecorder
+from ..parallel.torchengine import train_torch
 from ..parallel.engine import Engine, parallelize, local_comm, merge_traces
 from supernode_nb.parallel.checkpoint import (
     holdings,
@@ -26,7 +27,7 @@ from supernode_nb.parallel.checkpoint import (
 )
 from .launch import _resolve
 from .faults import FAULT_KINDS, RunHandle, inject, parse_fault, stragglers, watch
-from .spec import RunSpec, make_spec
+from .spec import RunSpec, make_spec, ENGINES
 from .supervise import LocalLauncher
 from .worker import publish as _publish
 
@@ -47,6 +48,9 @@ def train_worker(rank: int,                         # this process's global rank
         raise ConfigError([f"tp({p.tp}) × cp({p.cp}) × dp({p.dp}) × pp({p.pp}) = {s.world_size} ≠ world size {world_size}"])
     torch.manual_seed(s.seed)
     rec = CommRecorder(rank)
+    if s.engine == "torch":                      # torch.distributed's own parallelisms (`parallel.torchengine`)
+        watch(rec)
+        return train_torch(rank, world_size, s.model, s.parallel, s.steps, s.seed, s.optimizer, s.lr, publish or _publish, rec, s.trace)
     if world_size == 1 and not dist.is_initialized(): layout, comm = None, local_comm(rec)
     else: layout, comm = RankLayout.from_config(s.parallel), Comm.from_layout(RankLayout.from_config(s.parallel), rank, rec)
     watch(rec)                                   # heartbeats carry this rank's step and last op to a supervisor
@@ -108,7 +112,7 @@ def run(spec: RunSpec,                                   # the run
     A dead rank is reported at once, and a rank that makes no progress (no step, no collective) for `hang_timeout_s`
     as hung — each with its rank, axis and last op — in a `RunFailed` whose `.report` is the `FaultReport`; every
     rank is stopped either way."""
-    if spec.world_size == 1 and launcher is None:   # in this process, one thread like every rank, so timings compare
+    if spec.world_size == 1 and launcher is None and spec.engine == "literate":   # in this process, one thread like every rank
         threads = torch.get_num_threads(); torch.set_num_threads(1)
         try: return assemble(spec, [train_worker(0, 1, spec, progress or (lambda r: None))])
         finally: torch.set_num_threads(threads)
@@ -175,10 +179,10 @@ def _parser() -> Parser:
     p = Parser(prog="supernode-nb run", description="Train a small model on local ranks with any dp × tp × pp × ep; "
                                                      "print the measured step breakdown.")
     add_model_args(p); add_parallel_args(p, world=True)
-    p.add_argument("--steps", type=int, default=20)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--optimizer", choices=("adamw", "sgd"), default="adamw")
-    p.add_argument("--lr", type=float, default=1e-3)
+    p.add_argument("--steps", type=int, default=20, help="training steps (a resumed run continues up to this many)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the parameters' initialisation and the data order")
+    p.add_argument("--optimizer", choices=("adamw", "sgd"), default="adamw", help="optimizer")
+    p.add_argument("--lr", type=float, default=1e-3, help="learning rate (scale it with the global batch: `batch.scaled_lr`)")
     p.add_argument("--capacity-factor", type=float, default=None, help="MoE: drop tokens beyond this capacity (default dropless)")
     p.add_argument("--trace", default=None, help="write a Chrome trace (JSON) of every rank to this file")
     p.add_argument("--timeout", type=float, default=600.0, help="seconds before the run is stopped")
@@ -189,6 +193,9 @@ def _parser() -> Parser:
     p.add_argument("--inject-fault", default=None, metavar="SPEC",
                    help='rehearse a fault: "rank=R,step=S,kind=K[,axis=A][,factor=F]", K one of ' + ", ".join(FAULT_KINDS))
     p.add_argument("--max-restarts", type=int, default=0, help="on a dead or hung rank, restart from the last checkpoint up to K times")
+    p.add_argument("--engine", choices=ENGINES, default="literate",
+                   help="who runs the steps: literate (this project's strategies, every byte seen) or torch (torch.distributed's "
+                        "own: FSDP2, parallelize_module, pipelining schedules; refuses what it cannot run on gloo, with the reason)")
     add_checkpoint_args(p)
     return p
 
@@ -209,6 +216,6 @@ def spec_from_argv(argv: list[str]) -> tuple[RunSpec, dict]:
     except ConfigError as e: errs += e.errors; fault = None
     if errs: raise ConfigError(errs)
     spec = make_spec(model_from_args(a), cfg, a.steps, a.seed, a.optimizer, a.lr, a.capacity_factor, bool(a.trace),
-                     world_size=a.world, fault=fault, **ck)
+                     world_size=a.world, fault=fault, engine=a.engine, **ck)
     return spec, {"json": a.json, "trace": a.trace, "timeout": a.timeout, "hang_timeout": a.hang_timeout,
                   "max_restarts": a.max_restarts, "profile": None if a.profile == "none" else a.profile}

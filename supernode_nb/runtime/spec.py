@@ -9,10 +9,11 @@ from __future__ import annotations
 from dataclasses import dataclass, asdict, field, fields, replace
 from ..foundation.config import ModelSpec, ParallelConfig, ConfigError, get_model, resolve_batch
 from ..parallel.engine import engine_check
+from ..parallel.torchengine import torch_engine_check
 from .faults import FaultSpec
 
 # %% auto #0
-__all__ = ['RunSpec', 'make_spec']
+__all__ = ['ENGINES', 'RunSpec', 'make_spec']
 
 # %% ../../nbs/40_runtime/47_spec.ipynb #1c83f8e6
 @dataclass
@@ -31,6 +32,7 @@ class RunSpec:
     keep_last: int | None = None              # keep only the newest K checkpoints
     resume: str | None = None                 # continue from this folder's latest checkpoint (resharding if the layout differs)
     fault: FaultSpec | None = None            # a fault to rehearse (chaos testing), see `faults.FaultSpec`
+    engine: str = "literate"                  # literate (this project's strategies) or torch (`parallel.torchengine`)
 
     @property
     def world_size(self) -> int: return self.parallel.world_size
@@ -73,6 +75,16 @@ def _memory_check(spec: ModelSpec, cfg: ParallelConfig, fraction: float = 0.8) -
                 f"run it with `supernode-nb estimate`, or run tiny-gpt / tiny-moe here"]
     return []
 
+ENGINES = ("literate", "torch")     # who runs the steps: this project's engine, or torch.distributed's own parallelisms
+
+def _engine_errors(s: RunSpec) -> list[str]:
+    "What the chosen engine cannot do with `s` (the torch engine has no checkpoints, faults or MoE capacity wired)."
+    if s.engine not in ENGINES: return [f"engine {s.engine!r} unknown; use {' or '.join(ENGINES)}"]
+    if s.engine == "literate": return []
+    used = (("--checkpoint-dir", s.checkpoint_dir), ("--resume", s.resume), ("--inject-fault", s.fault),
+            ("--capacity-factor", s.capacity_factor is not None))
+    return [f"{k} is not wired in the torch engine (use --engine literate)" for k, on in used if on]
+
 def _run_errors(s: RunSpec) -> list[str]:
     "Steps, optimizer, capacity, checkpoint flags and fault of `s`."
     e = [] if s.steps >= 1 else [f"steps={s.steps} must be >= 1"]
@@ -82,7 +94,7 @@ def _run_errors(s: RunSpec) -> list[str]:
     if s.checkpoint_every is not None and not s.checkpoint_dir: e.append("--checkpoint-every needs --checkpoint-dir")
     if s.keep_last is not None and s.keep_last < 1: e.append(f"--keep-last={s.keep_last} must be >= 1")
     if s.fault is not None: e += s.fault.errors(s.world_size, s.steps)
-    return e
+    return e + _engine_errors(s)
 
 # %% ../../nbs/40_runtime/47_spec.ipynb #a9358be8
 def make_spec(model: ModelSpec | str = "tiny-gpt",   # a preset name or a ModelSpec
@@ -93,6 +105,7 @@ def make_spec(model: ModelSpec | str = "tiny-gpt",   # a preset name or a ModelS
               checkpoint_dir: str | None = None, checkpoint_every: int | None = None, keep_last: int | None = None,
               resume: str | None = None,
               fault: FaultSpec | dict | None = None,    # a fault to rehearse
+              engine: str = "literate",                 # literate, or torch (torch.distributed's own parallelisms)
               **parallel) -> RunSpec:
     "A checked `RunSpec`; raises `ConfigError` listing every broken constraint."
     spec = get_model(model) if isinstance(model, str) else model
@@ -112,8 +125,9 @@ def make_spec(model: ModelSpec | str = "tiny-gpt",   # a preset name or a ModelS
         keep_last=keep_last,
         resume=resume,
         fault=FaultSpec.from_dict(fault),
+        engine=engine,
     )
-    errs = engine_check(spec, cfg, world_size) + _run_errors(s)
+    errs = (torch_engine_check if engine == "torch" else engine_check)(spec, cfg, world_size) + _run_errors(s)
     if not errs: errs += _memory_check(spec, cfg)
     if errs: raise ConfigError(errs)
     return s

@@ -7,7 +7,7 @@ Docs: https://supernode-nb.github.io/supernode_nb/40_runtime/sweep.html.md"""
 # %% ../../nbs/40_runtime/49_sweep.ipynb #d926acaf
 from __future__ import annotations
 import os, time
-from ..foundation.core import Parser, emit
+from ..foundation.core import Parser, emit, add_renamed
 from ..foundation.config import ModelSpec, ParallelConfig, get_model
 from ..foundation.topology import get_topology
 from ..cost.profile import MachineProfile, find_profile
@@ -125,9 +125,11 @@ def cli_sweep(argv: list[str]) -> int:
     p = Parser(
         prog="supernode-nb sweep", description="Run the planner's best runnable configurations here and record each with its estimate."
     )
-    p.add_argument("--top", type=int, default=4); p.add_argument("--model", default="tiny-gpt")
-    p.add_argument("--world", type=int, default=4); p.add_argument("--global-batch", type=int, default=8)
-    p.add_argument("--steps", type=int, default=6); p.add_argument("--profile", default="auto", help="profile name, or auto")
+    p.add_argument("--top", type=int, default=4, help="how many of the planner's best runnable configurations to run")
+    p.add_argument("--model", default="tiny-gpt", help="model preset (small enough to run on this machine)")
+    add_renamed(p, "--world-size", "--world", dest="world", type=int, default=4, help="local ranks every configuration runs on")
+    add_renamed(p, "--global-batch-size", "--global-batch", dest="global_batch", type=int, default=8, help="sequences per step")
+    p.add_argument("--steps", type=int, default=6, help="training steps of each run (the first is not timed)"); p.add_argument("--profile", default="auto", help="profile name, or auto")
     p.add_argument("--archive", default=None, help="archive file (default: the user's archive)")
     p.add_argument("--figure", default=None, help="write the predicted-vs-measured figure to this HTML file")
     p.add_argument("--repeats", type=int, default=1, help="runs of each configuration, interleaved (measured: their median)")

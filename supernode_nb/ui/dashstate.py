@@ -23,15 +23,16 @@ from supernode_nb.foundation.config import (
     ParallelConfig,
     check,
     get_model,
+    resolve_batch,
 )
 from ..foundation.layout import RankLayout
 from ..foundation.topology import Topology, get_topology, size_param, topology_for
 from ..foundation.placement import Placement, place
 
 # %% auto #0
-__all__ = ['CONFIG_FIELDS', 'LOCAL_MAX_WORLD', 'AUTO_MAX_WORLD', 'PARTS', 'LAYER_OF_MODULE', 'derive', 'to_config',
-           'field_errors', 'candidates', 'valid_choices', 'DashboardState', 'breakdown_parts', 'StepArrays', 'RunLog',
-           'synthetic_records', 'root_causes', 'classify_failure', 'warm_imports']
+__all__ = ['CONFIG_FIELDS', 'LOCAL_MAX_WORLD', 'AUTO_MAX_WORLD', 'PARTS', 'LAYER_OF_MODULE', 'derive', 'default_microbatches',
+           'to_config', 'field_errors', 'candidates', 'valid_choices', 'DashboardState', 'breakdown_parts',
+           'StepArrays', 'RunLog', 'synthetic_records', 'root_causes', 'classify_failure', 'warm_imports']
 
 # %% ../../nbs/60_ui/61_dashstate.ipynb #e66d379a
 CONFIG_FIELDS = ("model", "world", "dp", "tp", "pp", "ep", "cp", "micro_batch", "microbatches",
@@ -39,6 +40,7 @@ CONFIG_FIELDS = ("model", "world", "dp", "tp", "pp", "ep", "cp", "micro_batch", 
 
 def derive(f: dict, name: str, value: Any, max_world: int = 1 << 20) -> dict:
     "The picker's fields after the user sets `name` to `value`: dp or world follows, pipelines keep enough micro-batches."
+    at_default = name != "microbatches" and f["microbatches"] == default_microbatches(f)   # not yet set by hand: it follows
     f = dict(f, **{name: value})
     inner = f["tp"] * f["pp"] * f["cp"]
     if name == "dp":
@@ -53,7 +55,13 @@ def derive(f: dict, name: str, value: Any, max_world: int = 1 << 20) -> dict:
         if f["schedule"] == "1f1b" and f["microbatches"] < f["pp"]: f["microbatches"] = f["pp"]
         if f["schedule"] == "interleaved" and f["microbatches"] % f["pp"]:
             f["microbatches"] = -(-f["microbatches"] // f["pp"]) * f["pp"]
+    if at_default: f["microbatches"] = default_microbatches(f)
     return f
+
+def default_microbatches(f: dict) -> int:
+    "Micro-batches a step that give the picker's fields the global batch the CLI and `estimate` settle on (`config.resolve_batch`)."
+    try: return max(resolve_batch(to_config(f).replace(global_batch_size=None)).num_microbatches, 1)
+    except (ConfigError, TypeError, ZeroDivisionError): return f["microbatches"]
 
 def to_config(f: dict) -> ParallelConfig:
     "The `ParallelConfig` of the picker's fields (global batch = micro-batch × dp × micro-batches)."
@@ -124,7 +132,7 @@ class DashboardState(HasTraits):
     world = Int(4)                       # world size (ranks)
     dp = Int(4); tp = Int(1); pp = Int(1); ep = Int(1); cp = Int(1)  # degrees
     micro_batch = Int(1)                 # sequences per micro-batch
-    microbatches = Int(1)                # micro-batches per step on each pipeline (m)
+    microbatches = Int(1)                # micro-batches per step on each pipeline (m); at first the CLI's batch's (`default_microbatches`)
     schedule = Unicode("1f1b")           # gpipe, 1f1b, interleaved
     virtual_stages = Int(1)              # model chunks per pipeline rank (interleaved)
     recompute = Unicode("none")          # none, selective, full
@@ -154,6 +162,7 @@ class DashboardState(HasTraits):
         self._busy = False
         super().__init__()
         if "max_world" not in kw: self._topology_changed()
+        if "microbatches" not in kw: self.microbatches = default_microbatches(self.fields())   # the CLI's default batch
         self.set(**kw)
 
     @property

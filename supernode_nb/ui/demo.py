@@ -8,7 +8,7 @@ Docs: https://supernode-nb.github.io/supernode_nb/60_ui/demo.html.md"""
 from __future__ import annotations
 import html, json, os, time
 from pathlib import Path
-from ..foundation.core import Parser, UsageError, emit
+from ..foundation.core import Parser, UsageError, emit, add_renamed
 from ..foundation.config import ConfigError, ParallelConfig
 from ..foundation.placement import PlacementError, STRATEGIES
 from ..foundation.topology import TopologyError, get_topology
@@ -126,12 +126,12 @@ NEXT = ["  {report}  — these five steps as figures (open it in a browser)",
 def cli_demo(argv: list[str]) -> int:
     "supernode-nb demo: choose, place, estimate, run small, record — printed and written to one HTML report."
     p = Parser(prog="supernode-nb demo", description="The toolkit's flow in five steps, on the console and in an HTML report.")
-    p.add_argument("--model", default="llama3-70b")
+    p.add_argument("--model", default="llama3-70b", help="model preset to plan for")
     p.add_argument("--topology", default="cloudmatrix384", help="the machine to plan on and place the choice")
     p.add_argument("--contrast", default="dgx-h100-superpod", help="a second machine to plan on ('none' to skip)")
-    p.add_argument("--global-batch", type=int, default=512)
+    add_renamed(p, "--global-batch-size", "--global-batch", dest="global_batch", type=int, default=512, help="sequences per step to plan for")
     p.add_argument("--pick", type=int, default=1, help="which of the planner's top configurations to place (1 = fastest)")
-    p.add_argument("--strategy", choices=STRATEGIES, default="topology-aware")
+    p.add_argument("--strategy", choices=STRATEGIES, default="topology-aware", help="placement strategy of the chosen layout")
     p.add_argument("--out", default="demo.html", help="the HTML report to write")
     p.add_argument("--plotlyjs", choices=("inline", "cdn"), default="inline", help="inline plotly.js (offline) or the CDN")
     p.add_argument("--run-steps", type=int, default=10, help="steps of the small local run; 0 skips it")
