@@ -201,6 +201,49 @@ def kendall_tau(x, y) -> float:
     return 2 * s / (n * (n - 1)) if n > 1 else math.nan
 
 # %% ../../nbs/40_runtime/47_accuracy.ipynb #af61ae61
+def _run_rounds(names: list[str], prof: MachineProfile, measure_one, repeats: int, max_repeats: int | None,
+                unstable_pct: float, probe: bool, recalibrate, progress) -> tuple[dict, list, list]:
+    """(runs per layout, the profiles used, the lost runs): `repeats` interleaved rounds over `names`, then rounds of the
+    layouts whose runs still disagree, up to `max_repeats` runs; each run remembers the profile that prices it."""
+    from supernode_nb.runtime.calibrate import speed_probe
+    from supernode_nb.runtime.faults import RunFailed
+    runs: dict[str, list] = {n: [] for n in names}
+    profs, failed = [prof], []
+    def one_round(r, names):
+        if r and recalibrate is not None: profs.append(recalibrate())
+        for name in names:
+            for attempt in (1, 2):                  # a lost rank: once more, then on to the next layout
+                if probe: settle()                  # the last run's ranks gone, as `measure` waits before its run
+                k = speed_probe(profs[-1]) if probe else 1.0
+                try: m = measure_one(name)
+                except RunFailed as e:
+                    failed.append(dict(layout=name, round=r, attempt=attempt, error=str(e).splitlines()[0]))
+                    continue
+                runs[name].append(dict(m, slowdown=k, priced_by=profs[-1]))
+                if progress is not None: progress(name, r, runs[name][-1])
+                break
+    for r in range(repeats): one_round(r, names)
+    for r in range(repeats, max_repeats or 0):
+        shaky = [n for n, rs in runs.items() if not rs or _spread_pct(rs) > unstable_pct]
+        if not shaky: break
+        one_round(r, shaky)
+    return runs, profs, failed
+
+# %% ../../nbs/40_runtime/47_accuracy.ipynb #e07cd12c
+def _layout_rows(name: str, model: ModelSpec, cfg: ParallelConfig, rs: list, prof: MachineProfile, probe: bool) -> list[dict]:
+    """One layout's rows, a part each: its runs' median beside the median of their predictions (each run priced by its
+    own profile, scaled by its speed probe), beside `prof` alone and the runs' profiles without the probe."""
+    meas, k = _median_of(rs), statistics.median(x["slowdown"] for x in rs)
+    pred = _part_medians([predict(model, cfg, x["priced_by"].scaled(x["slowdown"])) for x in rs])
+    b = {r["part"]: r["predicted_s"] for r in compare(predict(model, cfg, prof), meas)}
+    unprobed = _part_medians([predict(model, cfg, x["priced_by"]) for x in rs]) if probe else pred   # same without a probe
+    u = {r["part"]: r["predicted_s"] for r in compare(unprobed, meas)}
+    return [dict(layout=name, model=model.name, world=cfg.world_size, gbs=cfg.gbs, **r,
+                 profile_only_s=b.get(r["part"], math.nan), unprobed_s=u.get(r["part"], math.nan), slowdown=round(k, 2),
+                 load_avg=meas["load_avg"], repeats=meas["repeats"], step_spread_pct=meas["step_spread_pct"])
+            for r in compare(pred, meas)]
+
+# %% ../../nbs/40_runtime/47_accuracy.ipynb #a591c1a8
 def local_check(layouts=None, prof: MachineProfile | None = None, repeats: int = 3, steps: int = 8, skip: int = 2,
                 progress=None, timeout_s: float = 300.0, probe: bool = False,
                 recalibrate=None,    # () -> MachineProfile: a fresh calibration before each round after the first
@@ -220,59 +263,16 @@ def local_check(layouts=None, prof: MachineProfile | None = None, repeats: int =
     the benchmark lost its first round with it) is tried again once; every lost run is listed in `df.attrs["failed"]`, and a layout
     left with no run at all in `df.attrs["unmeasured"]` rather than in the table."""
     import pandas as pd
-    from supernode_nb.runtime.calibrate import calibrate, speed_probe
-    from supernode_nb.runtime.faults import RunFailed
+    from supernode_nb.runtime.calibrate import calibrate
     L = resolve_layouts(layouts)
     if steps <= skip: raise ValueError(f"steps={steps} must exceed skip={skip} (the warm-up steps left out)")
     if max_repeats is not None and max_repeats < repeats:
         raise ValueError(f"max_repeats={max_repeats} must be at least repeats={repeats}")
     prof = prof or calibrate()
-    runs: dict[str, list] = {n: [] for n in L}
-    profs, failed = [prof], []
-    def one_round(r, names):
-        if r and recalibrate is not None: profs.append(recalibrate())
-        for name in names:
-            model, cfg = L[name]
-            for attempt in (1, 2):                  # a lost rank: once more, then on to the next layout
-                if probe: settle()                  # the last run's ranks gone, as `measure` waits before its run
-                k = speed_probe(profs[-1]) if probe else 1.0
-                try: m = measure(model, cfg, steps, skip, timeout_s)
-                except RunFailed as e:
-                    failed.append(dict(layout=name, round=r, attempt=attempt, error=str(e).splitlines()[0]))
-                    continue
-                runs[name].append(dict(m, slowdown=k, priced_by=profs[-1]))
-                if progress is not None: progress(name, r, runs[name][-1])
-                break
-    for r in range(repeats): one_round(r, list(L))
-    for r in range(repeats, max_repeats or 0):
-        shaky = [n for n, rs in runs.items() if not rs or _spread_pct(rs) > unstable_pct]
-        if not shaky: break
-        one_round(r, shaky)
-    rows = []
-    for name, (model, cfg) in L.items():
-        if not runs[name]: continue                 # every try lost a rank: listed in attrs["unmeasured"]
-        meas, k = _median_of(runs[name]), statistics.median(x["slowdown"] for x in runs[name])
-        pred = _part_medians([predict(model, cfg, x["priced_by"].scaled(x["slowdown"])) for x in runs[name]])
-        base = predict(model, cfg, prof)
-        b = {r["part"]: r["predicted_s"] for r in compare(base, meas)}
-        unprobed = _part_medians([predict(model, cfg, x["priced_by"]) for x in runs[name]]) if probe else pred   # same without a probe
-        u = {r["part"]: r["predicted_s"] for r in compare(unprobed, meas)}
-        for r in compare(pred, meas):  # u: the same runs' profiles without the speed probe (the probe's effect, on the same runs)
-            rows.append(
-                dict(
-                    layout=name,
-                    model=model.name,
-                    world=cfg.world_size,
-                    gbs=cfg.gbs,
-                    **r,
-                    profile_only_s=b.get(r["part"], math.nan),
-                    unprobed_s=u.get(r["part"], math.nan),
-                    slowdown=round(k, 2),
-                    load_avg=meas["load_avg"],
-                    repeats=meas["repeats"],
-                    step_spread_pct=meas["step_spread_pct"],
-                )
-            )
+    measure_one = lambda name: measure(*L[name], steps, skip, timeout_s)
+    runs, profs, failed = _run_rounds(list(L), prof, measure_one, repeats, max_repeats, unstable_pct, probe, recalibrate, progress)
+    rows = [row for name, (model, cfg) in L.items() if runs[name]   # every try lost a rank: listed in attrs["unmeasured"]
+            for row in _layout_rows(name, model, cfg, runs[name], prof, probe)]
     if not rows: raise RuntimeError(f"no layout measured: every run lost a rank ({'; '.join(f['error'] for f in failed[-2:])})")
     df = pd.DataFrame(rows)
     for col in ("profile_only", "unprobed"): df[f"{col}_error_pct"] = 100 * (df[f"{col}_s"] / df.measured_s - 1)

@@ -27,8 +27,9 @@ from supernode_nb.runtime.probes import (
 )
 
 # %% auto #0
-__all__ = ['TOKEN_BATCH', 'WAIT_PROBES', 'count_ops', 'op_counts', 'matmul_tflops', 'copy_GBps', 'model_shapes', 'probe_s',
-           'ep_imbalance', 'calibration_worker', 'probed_layouts', 'calibrate', 'speed_probe', 'cli_calibrate']
+__all__ = ['TOKEN_BATCH', 'WAIT_PROBES', 'SETTINGS', 'count_ops', 'op_counts', 'matmul_tflops', 'copy_GBps', 'model_shapes',
+           'probe_s', 'ep_imbalance', 'calibration_worker', 'probed_layouts', 'calibrate', 'speed_probe',
+           'cli_calibrate']
 
 # %% ../../nbs/40_runtime/45_calibrate.ipynb #3168058c
 class _OpCounter(TorchDispatchMode):
@@ -280,6 +281,10 @@ def _supervised_waits(m: ModelSpec, prof: MachineProfile, worlds, runs: int = 2,
 # %% ../../nbs/40_runtime/45_calibrate.ipynb #cal2idle1
 def _issue_text(d: dict) -> str: return ", ".join(f"{k} {1e3 * v:.2f} ms" for k, v in d.items())   # `issue_s`, per world × ring
 
+def _fits_text(fits: dict) -> str:
+    "Each group's pooled link fit (`_fit_rows`) as bandwidth and latency: '2×2 0.61 GB/s + 48 µs'."
+    return ", ".join(f"{g} {f['all'][0]:.2g} GB/s + {1e6 * f['all'][1]:.0f} µs" for g, f in fits.items()) or "none fitted"
+
 def _to_idle(r: dict, cores: int, world: int) -> dict:
     "A world's calibration figures (`calibration_worker`'s) as on an idle host: what `r['background_cores']` took divided out."
     f = left_by(cores, r.get("background_cores") or 0.0, world)
@@ -294,6 +299,76 @@ def _to_idle(r: dict, cores: int, world: int) -> dict:
     )
 
 # %% ../../nbs/40_runtime/45_calibrate.ipynb #bbfd9ad9
+SETTINGS = {   # how long each figure is timed: --quick, and the full calibration
+    True: dict(samples=3, calls=16, probe_s=0.2, probe_samples=6, queue_budget_s=0.3, rounds=2, share_s=0.2),
+    False: dict(samples=5, calls=40, probe_s=0.5, probe_samples=12, queue_budget_s=0.8, rounds=3, share_s=0.3),
+}
+
+def _one_process(m: ModelSpec, kind: str, quick: bool, say) -> dict:
+    "This process's figures on one thread: matmul rates, copy rate, the speed check's first timing, per-operator costs."
+    S = SETTINGS[quick]
+    old = torch.get_num_threads(); torch.set_num_threads(1)
+    try:
+        dev = {"cpu": "cpu", "cuda": "cuda", "npu": "npu"}[kind]
+        shapes = model_shapes(m, 16 * m.seq_len if kind == "cpu" else 4096)
+        rates = {"fp32": matmul_tflops(shapes, torch.float32, dev, S["samples"])}
+        if kind != "cpu" or not quick: rates["bf16"] = matmul_tflops(shapes, torch.bfloat16, dev, S["samples"])
+        mem = copy_GBps(16 << 20 if kind == "cpu" else 1 << 30, dev, S["samples"])
+        say(f"compute: " + ", ".join(f"{k} {v:.3g} TFLOP/s" for k, v in rates.items()) + f", copy {mem:.1f} GB/s")
+        first = probe_s(m, S["probe_s"], dev)             # the speed check's reference: here, and again at the end
+        proc = _process_figures(m, rates["fp32"], mem, S["samples"], dev, rounds=S["rounds"],
+                                retime=lambda: matmul_tflops(shapes, torch.float32, dev, S["samples"]))
+        if (r := proc.pop("rate")) != rates["fp32"]:
+            say(f"the forward + backward ran faster than its matmuls at {rates['fp32']:.3g} TFLOP/s: timed again, {r:.3g} TFLOP/s")
+        rates["fp32"] = r
+    finally: torch.set_num_threads(old)
+    return dict(dev=dev, rates=rates, mem=mem, first_probe_s=first, proc=proc)
+
+# %% ../../nbs/40_runtime/45_calibrate.ipynb #d018c89b
+def _world_figures(m: ModelSpec, w: int, kind: str, cores: int, quick: bool, backend: str) -> dict:
+    """One launch of `w` ranks (`calibration_worker`): the figures of that world as on an idle host, its link fits
+    ('link_fits'; 'assumed': those priced at the preset's bandwidth) and the rows they were fitted on."""
+    from supernode_nb.runtime.launch import spawn
+    S = SETTINGS[quick]
+    sizes = (4 << 10, 1 << 20) if quick else (4 << 10, 64 << 10, 1 << 20)   # quick: the ends; 256 KB often hid the bandwidth
+    preset_bw = get_topology("local").levels[0].bandwidth_GBps if kind == "cpu" else None   # where sizes hide the bandwidth
+    ops = ("all_reduce", "all_to_all", "send_recv", "handoff") + (() if quick else ("all_gather", "reduce_scatter"))
+    gs = [g for g in (2, 4, 8) if g <= w and w % g == 0]
+    thin = min(1.0, 2 * cores / w) if kind == "cpu" else 1.0   # over two ranks a core: each rank times fewer samples (a
+    lthin = min(1.0, cores / w) if kind == "cpu" else 1.0      # figure is a mean over ranks); the links' and penalty's
+    r = spawn("supernode_nb.runtime.calibrate:calibration_worker", w, model=m.to_dict(),   # calls over one rank a core
+              share_rounds=S["rounds"] if kind == "cpu" else 0, share_s=S["share_s"], probe_rounds=S["rounds"],
+              queue_min=max(2, round(S["rounds"] * thin)), probe_samples=max(4, round(S["probe_samples"] * thin)),
+              issues=max(24, round(12 * S["probe_samples"] * thin)), queue_budget_s=S["queue_budget_s"] * thin, sizes=sizes,
+              group_sizes=tuple(gs), ops=ops, calls=max(8, round(S["calls"] * lthin)), backend=backend, timeout_s=120)[0]
+    background = r.get("background_cores", 0.0) if kind == "cpu" else None
+    if kind == "cpu": r = _to_idle(r, cores, w)
+    fitted, assumed = _fit_rows(w, r["rows"], gs, ops, backend, preset_bw)
+    return dict(r, background=background, cpu=round(comm_cpu(r["rows"]), 3), link_fits=fitted, assumed=assumed)
+
+def _world_text(w: int, f: dict) -> str:
+    "One world's figures, as `calibrate`'s progress says them."
+    share = "not measured" if f["share"] is None else f"{f['share']:.2f}"
+    return (f"{w} ranks: {f['background'] or 0.0:.2f} cores busy elsewhere (divided out), share {share}, "
+            f"penalty {1e6 * f['penalty_s']:.0f} µs per collective, a ring shift's issue {_issue_text(f['issue_s'])}, "
+            f"collectives' CPU {f['cpu']:.2f} of computing's, overlap {f['overlap']:.2f}, queued {f['queue_alone']:.2f} alone "
+            f"and {f['queue']:.2f} exposed, skew {f['skew']:.3f} s per s of compute, links {_fits_text(f['link_fits'])}")
+
+# %% ../../nbs/40_runtime/45_calibrate.ipynb #b45ebf80
+def _rank_scaled(proc: dict, k: float) -> dict:
+    "The per-operator and executor figures of this process scaled by `k`, a spawned rank's time over this process's."
+    keys = ("op_s", "opt_op_s", "microbatch_s", "step_s", "region_s", "recompute_op_s", "op_token_s", "ring_op_s")
+    return dict(proc, **{x: proc[x] * k for x in keys}, detail=dict(proc["detail"], rank_slowdown=k))
+
+def _per_world_figures(W: dict[int, dict]) -> dict:
+    "The profile's per-world fields (keyed by str(world)) from each world's figures."
+    per = lambda key: {str(w): f[key] for w, f in W.items()}
+    return dict(shares={str(w): f["share"] for w, f in W.items() if f["share"] is not None}, penalty_s=per("penalty_s"),
+                overlap=per("overlap"), queue=per("queue"), queue_alone=per("queue_alone"), skew=per("skew"),
+                skew_phase_s=per("skew_phase_s"), comm_cpu=per("cpu"),
+                issue_s={k: v for f in W.values() for k, v in f["issue_s"].items()})
+
+# %% ../../nbs/40_runtime/45_calibrate.ipynb #6c616a63
 def calibrate(quick: bool = False,              # 2 and 4 ranks, fewer sizes and calls (< 15 s)
               name: str | None = None,          # profile name (default "<host>-<kind>")
               model: ModelSpec | str = "tiny-gpt",   # whose shapes and operators the figures are timed on
@@ -301,145 +376,49 @@ def calibrate(quick: bool = False,              # 2 and 4 ranks, fewer sizes and
               topology: str | None = None,      # the topology preset the profile prices (default "local" on a CPU)
               progress=None) -> MachineProfile:
     "Measure this machine into a `MachineProfile` (not saved: `save` or `supernode-nb calibrate` does that)."
-    from supernode_nb.runtime.launch import ready, spawn, warm
-    t0, kind = time.monotonic(), _device_kind()
+    from supernode_nb.runtime.launch import ready, warm
+    t0, kind, say = time.monotonic(), _device_kind(), progress or (lambda s: None)
     m = get_model(model) if isinstance(model, str) else model
     warm()                                                # the ranks' server imports torch (~2 s here) while the
     for rc in ("none", "selective", "full"): op_counts(m, recompute=rc)   # operators are counted (untimed), then
     ready()                                               # the timings start on a quiet host
     cores = len(os.sched_getaffinity(0))
     worlds = tuple(worlds or ((2, 4) if quick else (2, 4, 8)))
-    samples, calls, probe, psamples, qbudget, rounds, share_s = (3, 16, 0.2, 6, 0.3, 2, 0.2) if quick else (5, 40, 0.5, 12, 0.8, 3, 0.3)
-    say = progress or (lambda s: None)
-    old = torch.get_num_threads(); torch.set_num_threads(1)
-    try:
-        dev = {"cpu": "cpu", "cuda": "cuda", "npu": "npu"}[kind]
-        shapes = model_shapes(m, 16 * m.seq_len if kind == "cpu" else 4096)
-        rates = {"fp32": matmul_tflops(shapes, torch.float32, dev, samples)}
-        if kind != "cpu" or not quick: rates["bf16"] = matmul_tflops(shapes, torch.bfloat16, dev, samples)
-        mem = copy_GBps(16 << 20 if kind == "cpu" else 1 << 30, dev, samples)
-        say(f"compute: {rates} TFLOP/s, copy {mem:.1f} GB/s")
-        probes = [probe_s(m, probe, dev)]                 # the speed check's reference: here, and again at the end
-        proc = _process_figures(m, rates["fp32"], mem, samples, dev, rounds=rounds,
-                                retime=lambda: matmul_tflops(shapes, torch.float32, dev, samples))
-        if (r := proc.pop("rate")) != rates["fp32"]:
-            say(f"the forward + backward ran faster than its matmuls at {rates['fp32']:.3g} TFLOP/s: timed again, {r:.3g} TFLOP/s")
-        rates["fp32"] = r
-    finally: torch.set_num_threads(old)
+    one = _one_process(m, kind, quick, say)
     phases = {"one process": round(time.monotonic() - t0, 1)}
     devices = cores if kind == "cpu" else (torch.cuda.device_count() if kind == "cuda" else torch.npu.device_count())
     backend = {"cpu": "gloo", "cuda": "nccl", "npu": "hccl"}[kind]
-    shares, links, rows, penalty, overlap, queue, alone, in_rank, skew, background, assumed, phase, issue, cpu = (
-        {},
-        {},
-        [],
-        {},
-        {},
-        {},
-        {},
-        {},
-        {},
-        {},
-        [],
-        {},
-        {},
-        {},
-    )
-    sizes = (4 << 10, 1 << 20) if quick else (4 << 10, 64 << 10, 1 << 20)   # quick: the ends; 256 KB often hid the bandwidth
-    preset_bw = get_topology("local").levels[0].bandwidth_GBps if kind == "cpu" else None   # where sizes hide the bandwidth
-    ops = ("all_reduce", "all_to_all", "send_recv", "handoff") + (() if quick else ("all_gather", "reduce_scatter"))
+    W = {}
     for w in worlds if kind == "cpu" or devices >= 2 else ():
-        gs = [g for g in (2, 4, 8) if g <= w and w % g == 0]
-        thin = min(1.0, 2 * cores / w) if kind == "cpu" else 1.0   # over two ranks a core: each rank times fewer samples (a
-        lthin = min(1.0, cores / w) if kind == "cpu" else 1.0      # figure is a mean over ranks); the links' and penalty's
-        r = spawn("supernode_nb.runtime.calibrate:calibration_worker", w, model=m.to_dict(),   # calls over one rank a core
-                  share_rounds=rounds if kind == "cpu" else 0, share_s=share_s, probe_rounds=rounds, queue_min=max(2, round(rounds * thin)),
-                  probe_samples=max(4, round(psamples * thin)), issues=max(24, round(12 * psamples * thin)),
-                  queue_budget_s=qbudget * thin, sizes=sizes, group_sizes=tuple(gs), ops=ops, calls=max(8, round(calls * lthin)),
-                  backend=backend, timeout_s=120)[0]
-        if kind == "cpu": background[str(w)] = r.get("background_cores", 0.0); r = _to_idle(r, cores, w)
-        if r["share"] is not None: shares[str(w)] = r["share"]
-        if r.get("fwd_bwd_s"): in_rank[str(w)] = r["fwd_bwd_s"]
-        penalty[str(w)], overlap[str(w)], skew[str(w)], phase[str(w)] = r["penalty_s"], r["overlap"], r["skew"], r["skew_phase_s"]
-        issue.update(r["issue_s"])
-        cpu[str(w)] = round(comm_cpu(r["rows"]), 3)
-        queue[str(w)], alone[str(w)] = r["queue"], r["queue_alone"]
-        fitted, unmeasured = _fit_rows(w, r["rows"], gs, ops, backend, preset_bw)
-        links.update(fitted); assumed += unmeasured; rows += [dict(x, world=w) for x in r["rows"]]
+        W[w] = _world_figures(m, w, kind, cores, quick, backend)
         phases[f"{w} ranks"] = round(time.monotonic() - t0 - sum(phases.values()), 1)
-        say(
-            f"{w} ranks: {background.get(str(w), 0.0):.2f} cores busy elsewhere (divided out), share {shares.get(str(w))}, penalty {1e6 * penalty[str(w)]:.0f} µs per collective, a ring shift's issue {_issue_text(r['issue_s'])}, collectives' CPU {cpu[str(w)]:.2f} of computing's, "
-            f"overlap {overlap[str(w)]:.2f}, queued {alone[str(w)]:.2f} alone and {queue[str(w)]:.2f} exposed, skew {skew[str(w)]:.3f} s per s of compute, links {fitted}"
-        )
-    probes.append(probe_s(m, probe, dev))
+        say(_world_text(w, W[w]))
+    probes = [one["first_probe_s"], probe_s(m, SETTINGS[quick]["probe_s"], one["dev"])]
     say(f"speed check: {1e3 * probes[0]:.2f} ms at the start, {1e3 * probes[1]:.2f} ms at the end")
-    level = "loopback" if kind == "cpu" else "node"
-    host = socket.gethostname()
-    k = statistics.median(in_rank.values()) / proc["detail"]["fwd_bwd_s"] if in_rank else 1.0   # a rank alone vs this process
+    in_rank = [f["fwd_bwd_s"] for f in W.values() if f.get("fwd_bwd_s")]
+    k = statistics.median(in_rank) / one["proc"]["detail"]["fwd_bwd_s"] if in_rank else 1.0   # a rank alone vs this process
     say(f"a spawned rank runs the reference forward + backward {k:.2f}× this process's time: per-operator figures scaled")
-    proc = dict(
-        proc,
-        op_s=proc["op_s"] * k,
-        opt_op_s=proc["opt_op_s"] * k,
-        microbatch_s=proc["microbatch_s"] * k,
-        step_s=proc["step_s"] * k,
-        region_s=proc["region_s"] * k,
-        recompute_op_s=proc["recompute_op_s"] * k,
-        op_token_s=proc["op_token_s"] * k,
-        ring_op_s=proc["ring_op_s"] * k,
-        detail=dict(proc["detail"], rank_slowdown=k),
-    )
+    proc = _rank_scaled(one["proc"], k)
     if kind == "cpu":                                     # the per-step cost of a supervised rank, from one real run
-        proc = dict(proc, **_supervised_step_s(m, proc, mem, runs=1 if quick else 2))
+        proc = dict(proc, **_supervised_step_s(m, proc, one["mem"], runs=1 if quick else 2))
         say(f"a supervised rank pays {1e3 * proc['step_s']:.2f} ms per step beyond its optimizer and micro-batches")
+    links = {k_: v for f in W.values() for k_, v in f["link_fits"].items()}
+    host = socket.gethostname()
+    detail = dict(proc["detail"], model=m.name, link_rows=[dict(x, world=w) for w, f in W.items() for x in f["rows"]],
+                  bandwidth_assumed=[a for f in W.values() for a in f["assumed"]], threads_per_rank=1, backend=backend,
+                  background_cores={str(w): f["background"] for w, f in W.items() if f["background"] is not None},
+                  probe_s=statistics.median(probes), probes_s=probes, seconds=round(time.monotonic() - t0, 1), phase_s=phases)
     prof = MachineProfile(
-        name or f"{host}-{kind}",
-        kind,
-        host=host,
-        created=time.time(),
-        topology=topology or ("local" if kind == "cpu" else f"local-{kind}"),
-        devices=devices,
-        matmul_tflops=rates,
-        op_s=proc["op_s"],
-        opt_op_s=proc["opt_op_s"],
-        memory_GBps=mem,
-        microbatch_s=proc["microbatch_s"],
-        step_s=proc["step_s"],
-        shares=shares,
-        links={level: links} if links else {},
-        ep_imbalance=ep_imbalance("tiny-moe", 2),
-        region_s=proc["region_s"],
-        recompute_op_s=proc["recompute_op_s"],
-        penalty_s=penalty,
-        overlap=overlap,
-        queue=queue,
-        queue_alone=alone,
-        skew=skew,
-        load_avg=round(os.getloadavg()[0], 2),
-        detail=dict(
-            proc["detail"],
-            model=m.name,
-            link_rows=rows,
-            bandwidth_assumed=assumed,
-            background_cores=background,
-            probe_s=statistics.median(probes),
-            probes_s=probes,
-            seconds=round(time.monotonic() - t0, 1),
-            phase_s=phases,
-            threads_per_rank=1,
-            backend=backend,
-        ),
-        backend=backend,
-        skew_phase_s=phase,
-        op_token_s=proc["op_token_s"],
-        issue_s=issue,
-        ring_op_s=proc["ring_op_s"],
-        comm_cpu=cpu,
+        name=name or f"{host}-{kind}", kind=kind, host=host, created=time.time(), devices=devices, backend=backend,
+        topology=topology or ("local" if kind == "cpu" else f"local-{kind}"), matmul_tflops=one["rates"], memory_GBps=one["mem"],
+        links={"loopback" if kind == "cpu" else "node": links} if links else {}, ep_imbalance=ep_imbalance("tiny-moe", 2),
+        load_avg=round(os.getloadavg()[0], 2), detail=detail, **_per_world_figures(W),
+        **{x: proc[x] for x in ("op_s", "opt_op_s", "microbatch_s", "step_s", "region_s", "recompute_op_s", "op_token_s", "ring_op_s")},
     )
     if kind == "cpu":                                     # blocking waits in a real step over their price from the fits
         probed = [w for w in worlds if w in WAIT_PROBES][:1 if quick else None]   # quick: the smallest
         sw = _supervised_waits(m, prof, probed, **(dict(runs=1, steps=4, skip=1) if quick else {}))
-        say(f"a supervised step's tp waits over their price, per world: {sw['waits']}")
+        say("a supervised step's tp waits over their price: " + (", ".join(f"{w} ranks ×{v:.2f}" for w, v in sw["waits"].items()) or "none"))
         prof = replace(prof, waits=sw["waits"], detail=dict(prof.detail, waits=sw["detail"], seconds=round(time.monotonic() - t0, 1)))
     return prof
 
@@ -463,7 +442,9 @@ def _profile_text(p: MachineProfile, where: str) -> str:
         [
             f"profile {p.name!r} ({p.kind}, {p.devices} {'cores' if p.kind == 'cpu' else 'devices'}, host {p.host}) — {where}",
             f"  matmul {', '.join(f'{k} {v * 1e3:.1f} GFLOP/s' for k, v in p.matmul_tflops.items())} per rank; "
-            f"{p.op_s * 1e6:.1f} µs per operator + {p.op_token_s * 1e9:.1f} ns per token it carries (ring attention's {p.ring_op_s * 1e6:.1f} µs); copy {p.memory_GBps:.1f} GB/s; a supervised rank's step {p.step_s * 1e3:.2f} ms beyond them",
+            f"{p.op_s * 1e6:.1f} µs per operator + {p.op_token_s * 1e9:.1f} ns per token it carries "
+            f"(ring attention's {p.ring_op_s * 1e6:.1f} µs); copy {p.memory_GBps:.1f} GB/s; "
+            f"a supervised rank's step {p.step_s * 1e3:.2f} ms beyond them",
             f"  share of a core: {_per_world(p.shares)}; a collective's CPU while it runs, over computing's: {_per_world(p.comm_cpu)}",
             f"  links: {links or 'not measured'}",
             *_async_text(p),
@@ -492,7 +473,8 @@ def _per_world(d: dict) -> str:
 def _async_text(p: MachineProfile) -> list[str]:
     if not p.overlap and not p.queue: return []
     return [
-        f"  async collectives: one hidden by compute {_per_world(p.overlap)}; queued back to back, their time alone {_per_world(p.queue_alone)},"
+        f"  async collectives: one hidden by compute {_per_world(p.overlap)}; "
+        f"queued back to back, their time alone {_per_world(p.queue_alone)},"
         f" exposed beside compute {_per_world(p.queue)} (of their time one by one)"
         + (f"; a ring shift's issue {_issue_text(p.issue_s)}" if p.issue_s else "")
     ]

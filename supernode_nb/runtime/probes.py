@@ -56,6 +56,93 @@ def contention_worker(rank: int, world_size: int, model: dict, rounds: int = 3, 
             "background_cores": round(bg, 3)}
 
 # %% ../../nbs/40_runtime/45_probes.ipynb #b72e5fc1
+def _timed(f) -> float:
+    t0 = time.perf_counter(); f(); return time.perf_counter() - t0
+
+def _penalty_s(c, block, x, small, calls: int, rounds: int) -> float:
+    "A layer's forward and backward right after a blocking all_reduce, less the same back to back (rank medians)."
+    import torch.distributed as dist
+    def pieces(comm: bool) -> float:                     # per piece: a forward as training runs it, then its backward
+        t0 = time.perf_counter(); y = block(x).sum(); t1 = time.perf_counter()
+        if comm: c.all_reduce(small, "bench")
+        t2 = time.perf_counter(); y.backward(); t3 = time.perf_counter()
+        if comm: c.all_reduce(small, "bench")
+        return (t1 - t0 + t3 - t2) / 2
+    bare, woke = [], []
+    for _ in range(rounds):                              # alternate, so that drifting load falls on both alike
+        dist.barrier(); bare += [pieces(False) for _ in range(calls)]
+        dist.barrier(); woke += [pieces(True) for _ in range(calls)]
+    return statistics.median(woke) - statistics.median(bare)
+
+# %% ../../nbs/40_runtime/45_probes.ipynb #c1e7acb0
+def _overlap(c, work, big, t_w1: float, samples: int) -> float:
+    "Of an async all_reduce of `big` and forwards about as long run together, the median share of the shorter hidden."
+    import torch.distributed as dist
+    dist.barrier(); t_ar = statistics.median([_timed(lambda: c.all_reduce(big, "bench")) for _ in range(5)])
+    k = max(1, round(t_ar / t_w1))                                  # work about as long as the all_reduce
+    def both():
+        h = c.all_reduce(big, "bench", async_op=True); work(k); h.wait()
+    hidden = []
+    for _ in range(samples):          # interleaved, one ratio each: the load drifting between them falls on all three
+        dist.barrier(); a = _timed(lambda: c.all_reduce(big, "bench"))
+        dist.barrier(); w_ = _timed(lambda: work(k))
+        dist.barrier(); b = _timed(both)
+        hidden.append((a + w_ - b) / max(min(a, w_), 1e-9))
+    return statistics.median(hidden)
+
+def _skew(c, work, small, t_w1: float, phase_s: float, samples: int) -> tuple[float, float]:
+    "(the wait at a sync point beyond the collective, per second of the compute phase before it; that phase as run)."
+    import torch.distributed as dist
+    dist.barrier(); t_small = statistics.median([_timed(lambda: c.all_reduce(small, "bench")) for _ in range(samples)])
+    kp, waits, phases = max(1, round(phase_s / t_w1)), [], []          # a long compute phase, then a sync point
+    for _ in range(2 * samples):      # twice as many: a mean of waits that spread wide when ranks share cores
+        dist.barrier(); phases.append(_timed(lambda: work(kp))); waits.append(_timed(lambda: c.all_reduce(small, "bench")))
+    return max(statistics.mean(waits) - t_small, 0.0) / statistics.mean(phases), statistics.mean(phases)   # a run pays every wait
+
+# %% ../../nbs/40_runtime/45_probes.ipynb #4d3c9f27
+def _queue(c, work, t_w1: float, nbytes: int, queued: int, world_size: int, min_samples: int,
+           queue_budget_s: float) -> tuple[float, float]:
+    "(queued async reduce-scatters beside compute: the share left exposed; the same queued alone, over one by one)."
+    import torch.distributed as dist
+    xs = [torch.ones(max(nbytes // 16, world_size)) for _ in range(queued)]
+    def one_by_one():
+        for t_ in xs: c.reduce_scatter(t_, "bench")
+    def side_by_side(k=0):
+        hs = [c.reduce_scatter(t_, "bench", async_op=True) for t_ in xs]; work(k)
+        for h in hs: h.wait()
+    def sample():
+        out = []
+        for f in (one_by_one, lambda: work(kq), side_by_side, lambda: side_by_side(kq)): dist.barrier(); out.append(_timed(f))
+        return out
+    dist.barrier(); first = torch.tensor([_timed(one_by_one)]); dist.all_reduce(first, dist.ReduceOp.MAX)
+    kq = max(1, round(first.item() / t_w1))
+    n = min(30, max(min_samples, int(queue_budget_s / (3.7 * first.item()))))   # every rank: n samples
+    S = [sample() for _ in range(n)]
+    exposed, alone = [(bo - w_) / max(b, 1e-9) for b, w_, _, bo in S], [a / max(b, 1e-9) for b, _, a, _ in S]
+    return statistics.median(exposed), statistics.median(alone)
+
+# %% ../../nbs/40_runtime/45_probes.ipynb #52a6c33e
+def _issue_s(rank: int, world_size: int, m: ModelSpec, rounds: int, issues: int) -> dict[int, float]:
+    "Per ring size (2 and the whole world): the mean time ring attention takes to issue one async ring shift."
+    import torch.distributed as dist
+    from supernode_nb.comm.collectives import Comm, CommRecorder
+    from supernode_nb.parallel.cp import ring_attention
+    issue = {}                        # per ring size: 2 (its send and receive on one connection) and the whole world
+    for n in sorted({2, world_size}):
+        rec, groups = CommRecorder(rank, flight_size=0), [list(range(j, j + n)) for j in range(0, world_size, n)]
+        pgs = [dist.new_group(g) if n < world_size else dist.group.WORLD for g in groups]   # every rank makes every group
+        ring = Comm(rank, world_size, {"cp": (groups[rank // n], pgs[rank // n])}, rec)
+        qkv = [torch.randn(1, m.heads, 2 * max(1, m.seq_len // (2 * n)), m.head_dim, requires_grad=True) for _ in range(3)]
+        ring_attention(*qkv, ring).sum().backward()              # warm-up; then rounds of passes, each pass shifting K/V
+        means = []                                               # 2(cp − 1) times and dK/dV cp times
+        for _ in range(rounds):          # a round's mean (the time is in a heavy tail: gloo's thread holds the connection
+            dist.barrier(); rec.clear()  # while it reads a peer's message), the median of rounds (a burst elsewhere hits one)
+            for _ in range(max(1, -(-issues // rounds // (3 * n - 2)))): ring_attention(*qkv, ring).sum().backward()
+            means.append(statistics.mean(r.issue_s for r in rec.records))
+        issue[n] = statistics.median(means)
+    return issue
+
+# %% ../../nbs/40_runtime/45_probes.ipynb #71b3db96
 def interference_worker(rank: int, world_size: int, model: dict, calls: int = 20, nbytes: int = 1 << 20,
                         phase_s: float = 0.02,    # the compute phase before a sync point, for `skew`
                         samples: int = 12,   # interleaved samples of `overlap` (twice as many of `skew`)
@@ -78,8 +165,7 @@ def interference_worker(rank: int, world_size: int, model: dict, calls: int = 20
     "takes to issue one of its async ring shifts, over `issues` shifts or more in `rounds` (the median of their means): "
     "CPU on the issuing rank's own path, which no compute hides.")
     import torch.distributed as dist
-    from supernode_nb.comm.collectives import Comm, CommRecorder
-    from supernode_nb.parallel.cp import ring_attention
+    from supernode_nb.comm.collectives import Comm
     from supernode_nb.parallel.model import GPT
     torch.set_num_threads(1)
     m = ModelSpec(**model)
@@ -89,75 +175,13 @@ def interference_worker(rank: int, world_size: int, model: dict, calls: int = 20
     def work(k: int = 1):
         with torch.no_grad():
             for _ in range(k): block(x)
-    def timed(f):
-        t0 = time.perf_counter(); f(); return time.perf_counter() - t0
-    def pieces(comm: bool) -> float:                     # per piece: a forward as training runs it, then its backward
-        t0 = time.perf_counter(); y = block(x).sum(); t1 = time.perf_counter()
-        if comm: c.all_reduce(small, "bench")
-        t2 = time.perf_counter(); y.backward(); t3 = time.perf_counter()
-        if comm: c.all_reduce(small, "bench")
-        return (t1 - t0 + t3 - t2) / 2
-    bare, woke = [], []
-    for _ in range(rounds):                              # alternate, so that drifting load falls on both alike
-        dist.barrier(); bare += [pieces(False) for _ in range(calls)]
-        dist.barrier(); woke += [pieces(True) for _ in range(calls)]
-    dist.barrier(); t_w1 = statistics.median([timed(work) for _ in range(calls)])   # one forward, for the phases below
-    dist.barrier(); t_ar = statistics.median([timed(lambda: c.all_reduce(big, "bench")) for _ in range(5)])
-    k = max(1, round(t_ar / t_w1))                                  # work about as long as the all_reduce
-    def both():
-        h = c.all_reduce(big, "bench", async_op=True); work(k); h.wait()
-    hidden = []
-    for _ in range(samples):          # interleaved, one ratio each: the load drifting between them falls on all three
-        dist.barrier(); a = timed(lambda: c.all_reduce(big, "bench"))
-        dist.barrier(); w_ = timed(lambda: work(k))
-        dist.barrier(); b = timed(both)
-        hidden.append((a + w_ - b) / max(min(a, w_), 1e-9))
-    dist.barrier(); t_small = statistics.median([timed(lambda: c.all_reduce(small, "bench")) for _ in range(samples)])
-    kp, waits, phases = max(1, round(phase_s / t_w1)), [], []          # a long compute phase, then a sync point
-    for _ in range(2 * samples):      # twice as many: a mean of waits that spread wide when ranks share cores
-        dist.barrier(); phases.append(timed(lambda: work(kp))); waits.append(timed(lambda: c.all_reduce(small, "bench")))
-    skew = max(statistics.mean(waits) - t_small, 0.0) / statistics.mean(phases)   # the mean: a run pays every wait
-    xs = [torch.ones(max(nbytes // 16, world_size)) for _ in range(queued)]
-    def one_by_one():
-        for t_ in xs: c.reduce_scatter(t_, "bench")
-    def side_by_side(k=0):
-        hs = [c.reduce_scatter(t_, "bench", async_op=True) for t_ in xs]; work(k)
-        for h in hs: h.wait()
-    def sample():
-        out = []
-        for f in (one_by_one, lambda: work(kq), side_by_side, lambda: side_by_side(kq)): dist.barrier(); out.append(timed(f))
-        return out
-    dist.barrier(); first = torch.tensor([timed(one_by_one)]); dist.all_reduce(first, dist.ReduceOp.MAX)
-    kq, n = (
-        max(1, round(first.item() / t_w1)),
-        min(30, max(min_samples, int(queue_budget_s / (3.7 * first.item())))),
-    )  # every rank: n samples
-    S = [sample() for _ in range(n)]
-    exposed, alone = [(bo - w_) / max(b, 1e-9) for b, w_, _, bo in S], [a / max(b, 1e-9) for b, _, a, _ in S]
-    issue = {}                        # per ring size: 2 (its send and receive on one connection) and the whole world
-    for n in sorted({2, world_size}):
-        rec, groups = CommRecorder(rank, flight_size=0), [list(range(j, j + n)) for j in range(0, world_size, n)]
-        pgs = [dist.new_group(g) if n < world_size else dist.group.WORLD for g in groups]   # every rank makes every group
-        ring = Comm(rank, world_size, {"cp": (groups[rank // n], pgs[rank // n])}, rec)
-        qkv = [torch.randn(1, m.heads, 2 * max(1, m.seq_len // (2 * n)), m.head_dim, requires_grad=True) for _ in range(3)]
-        ring_attention(*qkv, ring).sum().backward()              # warm-up; then rounds of passes, each pass shifting K/V
-        means = []                                               # 2(cp − 1) times and dK/dV cp times
-        for _ in range(rounds):          # a round's mean (the time is in a heavy tail: gloo's thread holds the connection
-            dist.barrier(); rec.clear()  # while it reads a peer's message), the median of rounds (a burst elsewhere hits one)
-            for _ in range(max(1, -(-issues // rounds // (3 * n - 2)))): ring_attention(*qkv, ring).sum().backward()
-            means.append(statistics.mean(r.issue_s for r in rec.records))
-        issue[n] = statistics.median(means)
-    t = torch.tensor(
-        [
-            statistics.median(woke) - statistics.median(bare),
-            statistics.median(hidden),
-            skew,
-            statistics.median(exposed),
-            statistics.median(alone),
-            statistics.mean(phases),
-            *issue.values(),
-        ]
-    )
+    penalty = _penalty_s(c, block, x, small, calls, rounds)
+    dist.barrier(); t_w1 = statistics.median([_timed(work) for _ in range(calls)])   # one forward, for the phases below
+    overlap = _overlap(c, work, big, t_w1, samples)
+    skew, phase = _skew(c, work, small, t_w1, phase_s, samples)
+    exposed, alone = _queue(c, work, t_w1, nbytes, queued, world_size, min_samples, queue_budget_s)
+    issue = _issue_s(rank, world_size, m, rounds, issues)
+    t = torch.tensor([penalty, overlap, skew, exposed, alone, phase, *issue.values()])
     dist.all_reduce(t); t /= world_size
     return {"penalty_s": max(float(t[0]), 0.0), "overlap": min(max(float(t[1]), 0.0), 1.0), "skew": float(t[2]),
             "queue": min(max(float(t[3]), 0.0), 1.5), "queue_alone": min(max(float(t[4]), 0.1), 1.5), "skew_phase_s": float(t[5]),
