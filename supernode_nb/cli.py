@@ -28,6 +28,7 @@ COMMANDS: dict[str, str] = {  # name -> "module:function"
     "doctor":     "supernode_nb.ops.doctor:cli_doctor",
     "flight":     "supernode_nb.comm.flight:cli_flight",
     "archive":    "supernode_nb.ops.archive:cli_archive",
+    "import":     "supernode_nb.ops.importer:cli_import",
     "export":     "supernode_nb.ops.export:cli_export",
     "cluster-config": "supernode_nb.runtime.clusterconfig:cli_cluster_config",
 }

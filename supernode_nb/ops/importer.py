@@ -16,14 +16,16 @@ from ..foundation.config import (ModelSpec, ParallelConfig, ConfigError, check, 
 from ..foundation.store import Archive, summarize_steps, plain
 from ..foundation.topology import get_topology, topology_for
 from ..foundation.layout import RankLayout
+from ..runtime.faults import RunHandle
 from ..cost.costmodel import estimate
 from .traces import ImportFailed, read_traces, load_trace
 
 # %% auto #0
-__all__ = ['PP_TIMERS', 'DP_TIMERS', 'TT_FLAVORS', 'STEP_TRACE_COLUMNS', 'SUM_TOLERANCE', 'DEFAULT_TOPOLOGY', 'megatron_args',
-           'megatron_framework', 'megatron_model', 'megatron_config', 'megatron_iterations', 'megatron_steps',
-           'torchtitan_lines', 'torchtitan_model', 'torchtitan_config', 'torchtitan_steps', 'step_trace_csv', 'kind_of',
-           'read_log', 'gather', 'check_sums', 'collect', 'estimate_options', 'price', 'import_run']
+__all__ = ['PP_TIMERS', 'DP_TIMERS', 'TT_FLAVORS', 'STEP_TRACE_COLUMNS', 'SUM_TOLERANCE', 'DEFAULT_TOPOLOGY', 'PARTS',
+           'megatron_args', 'megatron_framework', 'megatron_model', 'megatron_config', 'megatron_iterations',
+           'megatron_steps', 'torchtitan_lines', 'torchtitan_model', 'torchtitan_config', 'torchtitan_steps',
+           'step_trace_csv', 'kind_of', 'read_log', 'gather', 'check_sums', 'collect', 'estimate_options', 'price',
+           'import_run', 'cli_import', 'beside', 'replay_records', 'ImportedRun', 'ImportedLauncher']
 
 # %% ../../nbs/50_ops/54_importer.ipynb #86ca941f
 _ARGS_START = re.compile(r"-{3,}\s*arguments\s*-{3,}")
@@ -429,3 +431,94 @@ def import_run(paths,                               # files or folders: a log, a
     return arc.record_run(run["model"], run["config"], label=label or f"imported {run['framework']}", estimate=est,
                           topology=topology_for(topo_name, max(run["world"], 1)), measured=measured, extra=extra,
                           world_size=run["world"])
+
+# %% ../../nbs/50_ops/54_importer.ipynb #c8244950
+_CFG_FLAGS = {"tp": "tp", "pp": "pp", "dp": "dp", "ep": "ep", "cp": "cp", "order": "order", "sequence_parallel": "sequence_parallel",
+              "micro_batch": "micro_batch_size", "global_batch": "global_batch_size", "schedule": "schedule",
+              "virtual_stages": "virtual_stages", "zero": "zero", "recompute": "recompute", "dtype": "dtype", "reduce_dtype": "reduce_dtype"}
+
+def _parser() -> Parser:
+    p = Parser(prog="supernode-nb import", description="Import a finished run (logs, profiler traces, a step trace CSV) into the "
+                                                       "archive, priced by the estimate of its own config.")
+    p.add_argument("paths", nargs="+", help="a Megatron/MindSpeed or torchtitan log (+ its job TOML), Kineto traces (files or a "
+                                            "folder, one per rank), or cluster_step_trace_time.csv")
+    p.add_argument("--framework", default=None, help="megatron-lm, megatron-core, mindspeed-llm, torchtitan, pytorch (default: read)")
+    add_model_args(p); add_parallel_args(p)
+    p.set_defaults(**{k: None for k in _CFG_FLAGS})         # only the flags given override the files
+    p.add_argument("--topology", default=None, help="topology preset or file the run is priced on (default: by framework)")
+    p.add_argument("--partial", action="store_true", help="accept traces of a sample of the ranks")
+    p.add_argument("--label", default=None, help="the record's label (default 'imported <framework>')")
+    p.add_argument("--efficiency-profile", default="auto", help="a calibrate --from-archive profile: auto, a name, or none")
+    p.add_argument("--archive", default=None, help="archive file (default: the user's archive)")
+    p.add_argument("--json", action="store_true")
+    return p
+
+def cli_import(argv: list[str]) -> int:
+    "supernode-nb import PATH...: a finished run into the archive; prints its id, its step beside the estimate."
+    a = _parser().parse_args(argv)
+    given = {v: getattr(a, k) for k, v in _CFG_FLAGS.items() if getattr(a, k) is not None}
+    model = model_from_args(a) if a.model or a.layers else None
+    arc = Archive(a.archive)
+    i = import_run(a.paths, framework=a.framework, model=model, topology=a.topology, archive=arc, label=a.label, partial=a.partial,
+                   efficiency_profile=None if a.efficiency_profile == "none" else a.efficiency_profile, **given)
+    r = arc.get(i)
+    s, e = r.measured["summary"], r.estimate
+    out = dict(id=i, framework=r.extra["framework"], model=r.model["name"], world=r.world_size, steps=s.get("steps"),
+               measured_step_s=s.get("step_s"), estimate_step_s=e.get("step_time_s"), topology=e.get("topology"),
+               error_pct=100 * (e["step_time_s"] / s["step_s"] - 1) if s.get("step_s") else None)
+    emit(out, a.json, f"imported #{i}: {out['framework']} {out['model']} on {out['world']} ranks, {out['steps']} step(s); "
+                      f"measured {s['step_s'] * 1e3:.1f} ms, estimate {e['step_time_s'] * 1e3:.1f} ms on {out['topology']} "
+                      f"({out['error_pct']:+.1f} %)")
+    return 0
+
+# %% ../../nbs/50_ops/54_importer.ipynb #460f0333
+PARTS = ("compute_s", "comm_s", "bubble_s", "data_s", "other_s")
+
+def beside(arc: Archive, id: int):
+    "Each rank's mean step (ms) by part beside the estimate's parts, of archived run `id` (a DataFrame; rows: ranks, then 'estimate')."
+    import pandas as pd
+    r = arc.get(id)
+    steps = r.measured["steps"][1:] if len(r.measured["steps"]) > 1 else r.measured["steps"]
+    rows, axes = {}, sorted({ax for s in steps for x in s["ranks"] for ax in x.get("comm_s") or {}} | set(r.estimate["breakdown"]["comm_s"]))
+    flat = lambda d: {"compute": d["compute_s"], **{f"comm {ax}": (d.get("comm_s") or {}).get(ax, 0.0) for ax in axes},
+                      "bubble": d.get("bubble_s") or 0.0, "data": d.get("data_s") or 0.0, "other": d.get("other_s") or 0.0}
+    for x in {x["rank"] for s in steps for x in s["ranks"]}:
+        mine = [flat(y) | {"step": y["wall_s"]} for s in steps for y in s["ranks"] if y["rank"] == x]
+        rows[f"rank {x}"] = {k: 1e3 * sum(m[k] for m in mine) / len(mine) for k in mine[0]}
+    b = r.estimate["breakdown"]
+    rows["estimate"] = {k: 1e3 * v for k, v in flat(b).items()} | {"step": 1e3 * r.estimate["step_time_s"]}
+    return pd.DataFrame.from_dict(rows, orient="index").round(2)
+
+# %% ../../nbs/50_ops/54_importer.ipynb #2772a036
+def replay_records(arc: Archive, id: int) -> list[dict]:
+    "Run `id`'s step records in the order a live run streams them (step by step, rank by rank), each labelled 'imported'."
+    r = arc.get(id)
+    lay = RankLayout.from_config(r.parallel_config()) if r.parallel_config().world_size == r.world_size else None
+    return [dict(x, step=s["step"], source="imported", coords=x.get("coords") or (lay.coords(x["rank"]) if lay else {}))
+            for s in r.measured["steps"] for x in s["ranks"]]
+
+class ImportedRun(RunHandle):
+    "A run handle that plays an archived (imported) run's records, as a live run streams them: the dashboard's view of it."
+    def __init__(self, records: list[dict], world: int, per_poll: int = 0):
+        self._init_handle(world)
+        self.todo, self.per_poll, self.stopped = list(records), per_poll or world, False
+    def poll(self) -> list[dict]:
+        n = 0 if self.stopped else self.per_poll
+        out, self.todo = self.todo[:n], self.todo[n:]
+        return self._got(out)
+    def status(self) -> dict[int, str]: return {r: "running" if self.todo and not self.stopped else "done" for r in range(self.world)}
+    def wait(self, timeout=None) -> list:
+        ranks = sorted({x["rank"] for x in self.records})
+        return [{"rank": q, "losses": {x["step"]: x.get("loss") for x in self.records if x["rank"] == q}} for q in ranks]
+    def cancel(self) -> dict[int, str]: self.stopped = True; return {r: "cancelled" for r in range(self.world)}
+
+class ImportedLauncher:
+    ("A launcher whose run replays archived run `id` (`Dashboard(launcher=ImportedLauncher(arc, id), ...)` with the run's "
+    "picks): the live view shows it per rank beside the estimate.")
+    name = "imported"
+    def __init__(self, arc: Archive, id: int): self.arc, self.id = arc, id
+    def start(self, fn, world: int, spec=None, layout=None) -> ImportedRun:
+        recs = replay_records(self.arc, self.id)
+        have = max(x["rank"] for x in recs) + 1
+        if have > world: raise ValueError(f"run #{self.id} has ranks up to {have - 1}; the dashboard's pick has world {world}")
+        return ImportedRun(recs, world)
