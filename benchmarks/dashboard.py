@@ -12,8 +12,15 @@
 Times in seconds: median (min, max) of `--repeat` runs. The browser test (tests/test_browser.py) adds the page:
 it writes artifacts/browser_timings.json with the time from the click on "start" to the first point in the chart.
 Prints one JSON object. Run: `python benchmarks/dashboard.py [--repeat 3]`.
+
+`--world 384,2048,8192` measures the live view at supernode scale instead, on replayed records (`dashstate.synthetic_records`,
+one rank planted slow), one JSON line per world: `update_ms` (one `dashfigures.update_live` into a `FigureWidget` after a
+new step arrived: median, min, max of `--repeat`), `redraw_ms` (the whole `LiveView.redraw`: the figure, the slowest ranks,
+the node map and planes, the drill-down), `traces` (the figure's trace count), `payload_kb` (the update message the widget
+sends the browser: numpy arrays at their byte size, the rest as JSON) and the load average when measured.
 """
 import argparse, json, os, platform, statistics, time
+import numpy as np
 
 
 def stats(xs):
@@ -29,11 +36,59 @@ def estimate_error(state, log) -> dict:
     return {"estimate_s": est.step_time_s, "measured_s": meas, "error_pct": 100 * (est.step_time_s / meas - 1), "profile": est.profile}
 
 
+SCALE_PICKS = {384: dict(topology="cloudmatrix384", topo_size=1, tp=8, pp=4),
+               2048: dict(topology="dgx-h100-superpod", topo_size=256, tp=8, pp=8),
+               8192: dict(topology="dgx-h100-superpod", topo_size=1024, tp=8, pp=8)}
+
+
+def msg_bytes(x) -> int:
+    "Bytes of a widget message: numpy arrays at their buffer size (they travel as binary buffers), the rest as JSON."
+    if isinstance(x, np.ndarray): return x.nbytes
+    if isinstance(x, dict): return 2 + sum(len(json.dumps(str(k))) + 1 + msg_bytes(v) + 1 for k, v in x.items())
+    if isinstance(x, (list, tuple)): return 2 + sum(msg_bytes(v) + 1 for v in x)
+    return len(json.dumps(x, default=str))
+
+
+def live_at_scale(world: int, steps: int, repeat: int) -> dict:
+    "One world's live view on replayed records: update and redraw times, traces, the update message's size."
+    from supernode_nb.ui.dashstate import DashboardState, RunLog, synthetic_records
+    from supernode_nb.ui.controller import RunController, ReplayLauncher
+    from supernode_nb.ui.widgets import LiveView
+    from supernode_nb.ui.dashfigures import update_live
+    kw = SCALE_PICKS.get(world) or dict(topology="dgx-h100-superpod", topo_size=-(-world // 8), tp=8, pp=8)
+    st = DashboardState(world=world, steps=steps + 2 * repeat, **kw)
+    t = time.perf_counter(); st.placement(); place_s = time.perf_counter() - t
+    ctl = RunController(st, ReplayLauncher()); lv = LiveView(st, ctl); lv.reset()
+    recs = synthetic_records(world, steps + 2 * repeat, slow={world // 5: 2.0})
+    ctl.log = RunLog(world)
+    for r in recs[:steps * world]: ctl.log.add(r)
+    sizes = []
+    lv.fig.observe(lambda ch: ch["new"] and sizes.append(msg_bytes(ch["new"])), "_py2js_update")
+    upd, red, size = [], [], []
+    arrive = lambda i: [ctl.log.add(r) for r in recs[(steps + i) * world:(steps + i + 1) * world]]   # step i arrives
+    for i in range(repeat):
+        arrive(2 * i)
+        t = time.perf_counter(); update_live(lv.fig, ctl.log, lv.estimate, rm=lv.rm, by="stage"); upd.append(time.perf_counter() - t)
+        size.append(sizes[-1])
+        arrive(2 * i + 1); lv.redraw(force=True); red.append(lv.redraw_s[-1])
+    ms = lambda xs: {"median": round(1e3 * statistics.median(xs), 1), "min": round(1e3 * min(xs), 1), "max": round(1e3 * max(xs), 1)}
+    return {"world": world, "update_ms": ms(upd), "redraw_ms": ms(red), "traces": len(lv.fig.data),
+            "payload_kb": round(statistics.median(size) / 1024, 1), "steps": steps + 2 * repeat,
+            "slowest_named": lv.stats.slow[0]["rank"], "planted": world // 5, "placement_s": round(place_s, 2),
+            "figure": "one update = every trace of the figure refilled from numpy arrays inside one batch_update",
+            "pick": kw, "load": os.getloadavg()}
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--steps", type=int, default=5)
+    ap.add_argument("--world", type=str, default="", help="comma-separated worlds, e.g. 384,2048,8192: the live view at scale only")
     a = ap.parse_args()
+    if a.world:
+        for w in [int(x) for x in a.world.split(",")]:
+            print(json.dumps(live_at_scale(w, max(a.steps, 30), max(a.repeat, 5))), flush=True)
+        return
     out = {"machine": {"python": platform.python_version(), "cpus": os.cpu_count(), "load": os.getloadavg()}}
 
     t0 = time.perf_counter()

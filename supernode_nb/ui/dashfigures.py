@@ -6,7 +6,7 @@ Docs: https://supernode-nb.github.io/supernode_nb/60_ui/dashfigures.html.md"""
 
 # %% ../../nbs/60_ui/65_dashfigures.ipynb #cb34396d
 from __future__ import annotations
-import html, warnings
+import functools, html, warnings
 import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
@@ -186,12 +186,17 @@ def heat_rows(wall: np.ndarray,           # (steps, world) seconds, NaN where no
     "The rank × step heatmap's z (rows, steps) and row labels: one row per rank, or per block of ranks (the block's slowest)."
     S, W = wall.shape
     b = -(-W // rows)
-    if b == 1: return wall.T, [f"rank {r}" for r in range(W)]
+    if b == 1: return wall.T, _row_labels(W, 1)
     pad = np.full((S, -(-W // b) * b - W), np.nan)
     z = np.concatenate([wall, pad], axis=1).reshape(S, -1, b)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning); z = np.nanmax(z, axis=2)   # a block with no record yet stays NaN
-    return z.T, [f"ranks {i * b}–{min(W, (i + 1) * b) - 1}" for i in range(z.shape[1])]
+    return z.T, _row_labels(W, b)
+
+@functools.lru_cache(maxsize=8)
+def _row_labels(world: int, block: int) -> list[str]:
+    if block == 1: return [f"rank {r}" for r in range(world)]
+    return [f"ranks {i * block}–{min(world, (i + 1) * block) - 1}" for i in range(-(-world // block))]
 
 def _spread(wall: np.ndarray, steps: np.ndarray) -> dict[str, tuple]:
     "Per step with every rank reported: the slowest rank, the median, p10 and p90 of the ranks' walls."
@@ -216,14 +221,14 @@ def update_live(fig, log: RunLog,
         else: _fill_groups(fig, ls, estimate)
         for k, (x, y) in _spread(ls.wall, ls.steps).items(): t = _trace(fig, k); t.x, t.y = x, y
         z, ylab = heat_rows(ls.wall)
-        t = _trace(fig, "rank × step"); t.z, t.x, t.y = z, ls.steps, ylab
+        t = _trace(fig, "rank × step"); t.z, t.x, t.y = z.astype(np.float32), ls.steps, ylab   # float32: half the bytes
         done = log.complete_steps()
         t = _trace(fig, "estimated step")
         t.x, t.y = ([done[0], done[-1]], [sum(estimate.values())] * 2) if estimate and done else ([], [])
         t = _trace(fig, "loss"); t.x, t.y = log.loss()
         t = _trace(fig, "tokens/s"); t.x, t.y = log.throughput()
-        load = log.expert_load()
-        t = _trace(fig, "experts"); t.x, t.y = list(range(len(load))), load
+        t = _trace(fig, "experts")
+        if len(t.x): load = log.expert_load(); t.x, t.y = list(range(len(load))), load    # MoE only: the figure was made with experts
     return ls
 
 def _fill_ranks(fig, log: RunLog, estimate, slow):
