@@ -70,7 +70,8 @@ def _ast_rows(src: str) -> list[tuple]:
         literal = isinstance(ch, (ast.List, ast.Tuple)) and all(isinstance(e, ast.Constant) for e in ch.elts)
         ch = _choices([e.value for e in ch.elts]) if literal else "-"
         d = kw.get("default")
-        d = _default(d.value) if isinstance(d, ast.Constant) else ("None" if d is None and action == "store" else "?")
+        implicit = {"store": "None", "store_true": "False", "store_false": "True"}.get(action, "?")   # argparse's own defaults
+        d = _default(d.value) if isinstance(d, ast.Constant) else (implicit if d is None else "?")
         rows += [(s, action, tn, dest, ch, d) for s in names]
     return rows
 
