@@ -38,11 +38,13 @@ def torch_engine_gaps(spec: ModelSpec, cfg: ParallelConfig, backend: str = "gloo
                    "cuDNN); on CPU attention runs _scaled_dot_product_flash_attention_for_cpu, which it does not handle, so each "
                    "rank would attend within its own chunk — use --engine literate (its ring attention runs on gloo)")
     if cfg.ep > 1: out.append(f"ep={cfg.ep}: torch.distributed has no expert-parallel API (no token dispatch) — use --engine literate")
-    if spec.is_moe and cfg.tp > 1: out.append(f"MoE with tp={cfg.tp}: parallelize_module's Colwise/Rowwise styles have no plan for routed experts")
+    if spec.is_moe and cfg.tp > 1:
+        out.append(f"MoE with tp={cfg.tp}: parallelize_module's Colwise/Rowwise styles have no plan for routed experts")
     if cfg.zero == 1: out.append("zero=1: FSDP2 shards gradients with the optimizer state (zero 2/3); torch's ZeroRedundancyOptimizer "
                                  "(ZeRO-1) takes plain parameters, not the DTensors of TP and FSDP2 — use zero 0, 2 or 3")
     if cfg.dtype != "fp32" or cfg.reduce_dtype != "fp32":
-        out.append(f"dtype={cfg.dtype}, reduce_dtype={cfg.reduce_dtype}: this engine runs fp32 only (FSDP2's MixedPrecisionPolicy is not wired)")
+        out.append(f"dtype={cfg.dtype}, reduce_dtype={cfg.reduce_dtype}: this engine runs fp32 only "
+                   "(FSDP2's MixedPrecisionPolicy is not wired)")
     if spec.tied_embeddings and (cfg.tp > 1 or cfg.pp > 1): out.append("tied embeddings with tp or pp: not planned in this engine")
     if cfg.schedule == "zb-h1" and cfg.virtual_stages > 1: out.append("zb-h1 with virtual_stages > 1: use schedule interleaved")
     if cfg.recompute == "selective" and cfg.tp > 1:
@@ -133,6 +135,8 @@ def _c10d(self: CommTimer, name: str, fn: Callable) -> Callable:
     return timed
 
 # %% ../../nbs/30_parallel/3b_torchengine.ipynb #te016
+def _storage(t: torch.Tensor) -> int: return t.untyped_storage().data_ptr()
+
 @patch
 def _funcol(self: CommTimer, name: str, fn: Callable) -> Callable:
     "`fn` (a functional collective, as DTensor issues them) timed: pending on its output until `wait_tensor`."
@@ -143,7 +147,8 @@ def _funcol(self: CommTimer, name: str, fn: Callable) -> Callable:
         b = sig.bind_partial(*a, **k).arguments
         (axis, n), nbytes = self._axis(b.get("group")), _nbytes(b)
         out, t0, t1 = self._timed_call(fn, a, k)
-        if isinstance(out, funcol.AsyncCollectiveTensor): self.pending[id(out.elem)] = (out.elem, axis, name, nbytes, n, t0, t1 - t0)
+        if isinstance(out, funcol.AsyncCollectiveTensor):      # waited later, maybe through a view of it: keyed by storage
+            self.pending[_storage(out.elem)] = (out.elem, axis, name, nbytes, n, t0, t1 - t0)
         else: self._record(axis, name, nbytes, n, t0, t1, t1 - t0)      # waited inside the call
         return out
     return timed
@@ -154,7 +159,7 @@ def _waiter(self: CommTimer, fn: Callable, key: Callable = id) -> Callable:
     def wait(x, *a, **k):
         if not self._mine(): return fn(x, *a, **k)
         out, t0, t1 = self._timed_call(fn, (x, *a), k)
-        _, axis, name, nb, n, start, issue = self.pending.pop(key(x), (None, "unknown", "wait", 0, 0, t0, 0.0))
+        _, axis, name, nb, n, start, issue = self.pending.pop(key(x), (None, "unattributed", "wait", 0, 0, t0, 0.0))
         self._record(axis, name, nb, n, start, t1, t1 - t0, True, issue)
         return out
     return wait
@@ -172,7 +177,7 @@ def __enter__(self: CommTimer):
         if hasattr(c10d, name): w = self._c10d(name, getattr(c10d, name)); self._patch(c10d, name, w); self._patch(dist, name, w)
     for name in _FUNCOL:
         if hasattr(funcol, name): self._patch(funcol, name, self._funcol(name, getattr(funcol, name)))
-    self._patch(funcol, "wait_tensor", self._waiter(funcol.wait_tensor))
+    self._patch(funcol, "wait_tensor", self._waiter(funcol.wait_tensor, _storage))
     self._patch(dist.Work, "wait", self._waiter(dist.Work.wait))
     return self
 
@@ -361,8 +366,16 @@ def train_step(self: TorchEngine, step: int, on_grads: Callable | None = None) -
         self.opt.step(); self.opt.zero_grad(set_to_none=True)
         loss = self._global_loss(losses, len(micro))
     left = self.timer.flush()
-    self.notes = NOTES + ([f"{left} collective(s) were never waited from Python: only their issue time is counted"] if left else [])
+    self._note(left, n0)
     return self._breakdown(step, loss, losses, moes, (t0, t1, t2, t3, now()), n0)
+
+@patch
+def _note(self: TorchEngine, left: int, n0: int):
+    "The step's notes: `NOTES`, plus what this step's timing could not attribute."
+    lost = sum(r.wait_s for r in self.rec.records[n0:] if r.axis == "unattributed")
+    self.notes = NOTES + ([f"{left} collective(s) were never waited from Python: only their issue time is counted"] if left else [])
+    if lost: self.notes.append(f"comm_s['unattributed'] = {lost * 1e3:.2f} ms: waits on functional collectives issued outside the "
+                               "functions timed here (inside DTensor's autograd), so their group, and axis, is unknown")
 
 @patch
 def _breakdown(self: TorchEngine, step, loss, losses, moes, ts, n0) -> StepRecord:

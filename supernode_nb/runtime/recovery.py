@@ -154,26 +154,29 @@ def cli_run(argv: list[str]) -> int:
         if opts["profile"] not in ("auto", None):
             print(f"supernode-nb run: --profile {opts['profile']}: {e}", file=sys.stderr); return 1
         est = band = None; print(f"supernode-nb run: warning: not priced ({type(e).__name__}: {e})", file=sys.stderr)
+    tag = {"label": "engine torch"} if spec.engine == "torch" else {}   # `archive compare` shows it beside a literate run
     started = time.time()
     try: res = _run_cli(spec, opts, None if opts["json"] else _progress(spec))
     except (RunFailed, RuntimeError) as e:
         auto_record({"config": spec.to_dict()}, outcome="failed", error=str(e), started=started, finished=time.time(),
-                    extra={"restarts": getattr(e, "restarts", [])})
+                    extra={"restarts": getattr(e, "restarts", []), "engine": spec.engine}, **tag)
         print(f"supernode-nb run: {e}", file=sys.stderr); return 1
     if est is not None and res["config"]["parallel"] != spec.parallel.to_dict():   # resumed on another layout after a fault:
         est = band = None                                                         # the estimate was not for the steps measured
-    auto_record(res, started=started, finished=time.time(), extra={"restarts": res.get("restarts", [])},   # SUPERNODE_NB_ARCHIVE=off
-                estimate=None if est is None else est.to_dict(), topology=None if est is None else "local")   # disables
+    auto_record(res, started=started, finished=time.time(), extra={"restarts": res.get("restarts", []), "engine": spec.engine},
+                estimate=None if est is None else est.to_dict(), topology=None if est is None else "local", **tag)   # ARCHIVE=off: none
     if opts["trace"]:
         with open(opts["trace"], "w") as f: json.dump(res.pop("trace"), f)
     res.pop("trace", None)
     p = res["config"]["parallel"]
     deg = " × ".join(f"{k}{p[k]}" for k in ("dp", "tp", "pp", "ep") if p[k] > 1) or "1 rank"
     head = (f"{res['config']['model']['name']} on {res['config']['world_size']} rank(s): {deg}, schedule {p['schedule']}, "
-            f"global batch {p['global_batch_size'] or ParallelConfig(**p).gbs} × {res['config']['model']['seq_len']} tokens")
+            f"global batch {p['global_batch_size'] or ParallelConfig(**p).gbs} × {res['config']['model']['seq_len']} tokens"
+            + (", on torch.distributed's own parallelisms (--engine torch)" if spec.engine == "torch" else ""))
     notes = [f"restart {r['attempt'] + 1}: {r['kind']} rank(s) {r['culprits']}; resumed at step {r['resume_step']}: {r['reason']}"
              for r in res.get("restarts", [])] + [f"straggler: rank {s['rank']} computes {s['score']:.2f} × its {s['axis']} peers"
                                                   for s in res.get("stragglers", [])]
+    if spec.engine == "torch": from supernode_nb.parallel.torchengine import NOTES; notes += NOTES   # how its parts were measured
     priced = ""
     if est is not None:
         meas = summarize_steps(res["steps"])

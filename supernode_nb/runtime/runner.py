@@ -6,7 +6,8 @@ Docs: https://supernode-nb.github.io/supernode_nb/40_runtime/runner.html.md"""
 
 # %% ../../nbs/40_runtime/44_runner.ipynb #b5018236
 from __future__ import annotations
-import json, os, sys, time
+import gzip, json, os, sys, time
+from pathlib import Path
 from typing import Any, Callable
 import torch
 from ..foundation.core import Parser
@@ -32,7 +33,43 @@ from .supervise import LocalLauncher
 from .worker import publish as _publish
 
 # %% auto #0
-__all__ = ['train_worker', 'assemble', 'start', 'run', 'step_table', 'rank_means', 'breakdown_figure', 'spec_from_argv']
+__all__ = ['StepProfiler', 'train_worker', 'assemble', 'start', 'run', 'step_table', 'rank_means', 'breakdown_figure',
+           'spec_from_argv']
+
+# %% ../../nbs/40_runtime/44_runner.ipynb #b3a1e0a2
+class StepProfiler:
+    ("Each rank's PyTorch profiler (Kineto) trace of its steps (`torch.profiler` with a schedule: one warm-up step, then "
+    "the rest), written to `folder/rank<R>.json.gz` with the run's spec and the axis of every collective the engine ran in "
+    "each step, in order — what `supernode-nb import` reads back.")
+    def __init__(self, folder: str, rank: int, spec: RunSpec, rec: CommRecorder, start: int = 0):
+        self.path, self.rank, self.spec, self.rec, self.start = Path(folder) / f"rank{rank}.json", rank, spec, rec, start
+        self.ops, self.losses, self.n, self.seen, self.written = {}, {}, 0, len(rec.records), False
+    def __enter__(self):
+        from torch.profiler import profile, schedule, ProfilerActivity
+        n = self.spec.steps - self.start; warm = 1 if n > 1 else 0
+        acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if torch.cuda.is_available() else [])
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.prof = profile(activities=acts, schedule=schedule(wait=0, warmup=warm, active=max(n - warm, 1)), on_trace_ready=self._ready)
+        self.prof.__enter__(); return self
+    def step(self, record: dict):
+        "After each step: note its collectives' axes and its loss, and tell the profiler."
+        new, self.seen = self.rec.records[self.seen:], len(self.rec.records)
+        self.ops[str(self.n)], self.losses[str(self.n + self.start)] = [[r.axis, r.op] for r in new], record.get("loss")
+        self.n += 1; self.prof.step()
+    def _ready(self, p): p.export_chrome_trace(str(self.path)); self.written = True
+    def __exit__(self, *exc):
+        self.prof.__exit__(*exc)
+        if not self.written: return
+        d = json.loads(self.path.read_text())
+        d["supernode_nb"] = dict(rank=self.rank, world_size=self.spec.world_size, model=self.spec.model.to_dict(),
+                                 parallel=self.spec.parallel.to_dict(), comm_ops=self.ops, losses=self.losses, step_offset=self.start,
+                                 run_id=f"{os.environ.get('MASTER_ADDR', '')}:{os.environ.get('MASTER_PORT', os.getppid())}")
+        self.path.with_suffix(".json.gz").write_bytes(gzip.compress(json.dumps(d).encode())); self.path.unlink()
+
+class _NoProfiler:
+    def __enter__(self): return self
+    def __exit__(self, *exc): pass
+    def step(self, record): pass
 
 # %% ../../nbs/40_runtime/44_runner.ipynb #fdbc087b
 def train_worker(rank: int,                         # this process's global rank
@@ -58,11 +95,12 @@ def train_worker(rank: int,                         # this process's global rank
     eng = Engine(pm, s.optimizer, s.lr)
     resumed = load_engine(s.resume, eng) if s.resume else None
     start, records, publish = (resumed.step if resumed else 0), [], publish or _publish
-    for step in range(start, s.steps):
-        inject(s.fault, rank, step, comm, eng)   # a rehearsed fault, if it names this rank and step
-        r = eng.train_step(step).to_dict()
-        records.append(r); publish(r)
-        maybe_save(s.to_dict(), eng, step + 1)   # --checkpoint-dir / --checkpoint-every
+    with StepProfiler(s.profile_trace, rank, s, rec, start) if s.profile_trace else _NoProfiler() as prof:
+        for step in range(start, s.steps):
+            inject(s.fault, rank, step, comm, eng)   # a rehearsed fault, if it names this rank and step
+            r = eng.train_step(step).to_dict()
+            records.append(r); publish(r); prof.step(r)
+            maybe_save(s.to_dict(), eng, step + 1)   # --checkpoint-dir / --checkpoint-every
     out = {"rank": rank, "records": records, "losses": {r["step"]: r["loss"] for r in records}, "start": start,
            "resumed": resumed.to_dict() if resumed else None, "num_params": pm.num_params(), "coords": eng.coords,
            "digest": param_digest(holdings(pm.chunks))}
@@ -185,6 +223,8 @@ def _parser() -> Parser:
     p.add_argument("--lr", type=float, default=1e-3, help="learning rate (scale it with the global batch: `batch.scaled_lr`)")
     p.add_argument("--capacity-factor", type=float, default=None, help="MoE: drop tokens beyond this capacity (default dropless)")
     p.add_argument("--trace", default=None, help="write a Chrome trace (JSON) of every rank to this file")
+    p.add_argument("--profile-trace", default=None, metavar="DIR", help="write every rank's PyTorch profiler (Kineto) trace "
+                                                                         "into DIR (`supernode-nb import DIR` reads them)")
     p.add_argument("--timeout", type=float, default=600.0, help="seconds before the run is stopped")
     p.add_argument("--hang-timeout", type=float, default=30.0, help="a rank with no progress for this long is reported hung")
     p.add_argument("--json", action="store_true")
@@ -216,6 +256,7 @@ def spec_from_argv(argv: list[str]) -> tuple[RunSpec, dict]:
     except ConfigError as e: errs += e.errors; fault = None
     if errs: raise ConfigError(errs)
     spec = make_spec(model_from_args(a), cfg, a.steps, a.seed, a.optimizer, a.lr, a.capacity_factor, bool(a.trace),
-                     world_size=a.world, fault=fault, engine=a.engine, **ck)
+                     world_size=a.world, fault=fault, engine=a.engine,
+                     profile_trace=a.profile_trace, **ck)
     return spec, {"json": a.json, "trace": a.trace, "timeout": a.timeout, "hang_timeout": a.hang_timeout,
                   "max_restarts": a.max_restarts, "profile": None if a.profile == "none" else a.profile}

@@ -33,6 +33,7 @@ class RunSpec:
     resume: str | None = None                 # continue from this folder's latest checkpoint (resharding if the layout differs)
     fault: FaultSpec | None = None            # a fault to rehearse (chaos testing), see `faults.FaultSpec`
     engine: str = "literate"                  # literate (this project's strategies) or torch (`parallel.torchengine`)
+    profile_trace: str | None = None          # write each rank's PyTorch profiler (Kineto) trace of its steps into this folder
 
     @property
     def world_size(self) -> int: return self.parallel.world_size
@@ -82,7 +83,7 @@ def _engine_errors(s: RunSpec) -> list[str]:
     if s.engine not in ENGINES: return [f"engine {s.engine!r} unknown; use {' or '.join(ENGINES)}"]
     if s.engine == "literate": return []
     used = (("--checkpoint-dir", s.checkpoint_dir), ("--resume", s.resume), ("--inject-fault", s.fault),
-            ("--capacity-factor", s.capacity_factor is not None))
+            ("--capacity-factor", s.capacity_factor is not None), ("--profile-trace", s.profile_trace))
     return [f"{k} is not wired in the torch engine (use --engine literate)" for k, on in used if on]
 
 def _run_errors(s: RunSpec) -> list[str]:
@@ -106,6 +107,7 @@ def make_spec(model: ModelSpec | str = "tiny-gpt",   # a preset name or a ModelS
               resume: str | None = None,
               fault: FaultSpec | dict | None = None,    # a fault to rehearse
               engine: str = "literate",                 # literate, or torch (torch.distributed's own parallelisms)
+              profile_trace: str | None = None,         # a folder for each rank's profiler trace (`runner.StepProfiler`)
               **parallel) -> RunSpec:
     "A checked `RunSpec`; raises `ConfigError` listing every broken constraint."
     spec = get_model(model) if isinstance(model, str) else model
@@ -126,6 +128,7 @@ def make_spec(model: ModelSpec | str = "tiny-gpt",   # a preset name or a ModelS
         resume=resume,
         fault=FaultSpec.from_dict(fault),
         engine=engine,
+        profile_trace=profile_trace,
     )
     errs = (torch_engine_check if engine == "torch" else engine_check)(spec, cfg, world_size) + _run_errors(s)
     if not errs: errs += _memory_check(spec, cfg)
