@@ -192,7 +192,9 @@ def cpu_spans(events, steps, meta, layout) -> tuple[dict, dict]:
                 op = collective(name)
                 comm.append((*iv, last.get(op) or axis_of(op, None, meta["rank"], layout)[0]))
             elif x.get("tid") == tid and x.get("cat") == "cpu_op" and not _STEP.match(name): comp.append(iv)
-        out[n] = (s, comp, comm)
+        held = union([(float(x["ts"]), float(x["ts"]) + float(x.get("dur", 0))) for x in inside
+                      if x.get("tid") == tid and str(x.get("name", "")).startswith("c10d::")])
+        out[n] = (s, minus(union(comp), held), comm)   # an operator around a blocking collective computes only outside it
     return out, how
 
 # %% ../../nbs/50_ops/55_traces.ipynb #8ed0a7d2
@@ -218,13 +220,13 @@ def rank_records(d: dict, path, layout: RankLayout | None = None) -> tuple[list[
     if not steps: raise ImportFailed(path, "no ProfilerStep#N annotations: profile with a schedule and call prof.step() every step")
     gpu = any(e.get("cat") == "kernel" for e in ev)
     spans, how = (gpu_spans if gpu else cpu_spans)(ev, steps, meta, layout)
-    recs = []
+    recs, off = [], int(meta["own"].get("step_offset", 0))     # this project's traces: the engine's step numbers
     for n, s, e, _ in steps:
         if n not in spans: continue
         g0, comp, comm = spans[n]
         lo = g0 if gpu else s
         r = breakdown(lo, lo + (e - s), comp, comm)
-        recs.append(dict(step=n, rank=meta["rank"], data_s=0.0, bubble_s=0.0, **r, device="gpu" if gpu else "cpu"))
+        recs.append(dict(step=n + off, rank=meta["rank"], data_s=0.0, bubble_s=0.0, **r, device="gpu" if gpu else "cpu"))
     return recs, dict(meta, how=how, device="gpu" if gpu else "cpu")
 
 # %% ../../nbs/50_ops/55_traces.ipynb #32477d24
