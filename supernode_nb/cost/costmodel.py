@@ -146,7 +146,8 @@ def _framework_kw(framework, cfg, dtype, kw, dp_overlap) -> dict:
     out = {k: b[k] for k, d in _DEFAULTS.items() if kw[k] == d}
     if kw["moe_host_s"] is None and not b["moe_host_sync"]: out["moe_host_s"] = 0.0
     if dp_overlap == 1.0: out["dp_overlap"] = b["dp_overlap"]
-    out.update(zero3_flat=b["zero3_flat"], zero3_regather=b["zero3_regather"], cp_merge=b["cp_merge"], selective_mm=b["selective_mm"])
+    out.update(zero3_flat=b["zero3_flat"], zero3_regather=b["zero3_regather"], cp_merge=b["cp_merge"], selective_mm=b["selective_mm"],
+               ep_dispatch=b["ep_dispatch"])
     return out
 
 def estimate(model: ModelSpec, cfg: ParallelConfig, topology: Topology | str = "cloudmatrix384", placement=None, *,
@@ -390,8 +391,9 @@ def cli_estimate(argv: list[str]) -> int:
     except ConfigError as err:
         emit({"ok": False, "errors": err.errors}, a.json, "not ok:\n" + "\n".join(f"  - {x}" for x in err.errors)); return 1
     except ValueError as err: raise UsageError(f"{_PROG}: error: {err}") from None
-    from supernode_nb.foundation.store import auto_record
-    auto_record({"model": model.to_dict(), "config": cfg.to_dict(), "estimate": e.to_dict()}, kind="plan", topology=a.topology)
+    from supernode_nb.foundation.store import auto_record, archive_note
+    note = archive_note(auto_record({"model": model.to_dict(), "config": cfg.to_dict(), "estimate": e.to_dict()}, kind="plan",
+                                    topology=a.topology))                        # said below the answer, never silent
     from supernode_nb.cost.profile import error_band          # past predicted-vs-measured errors with this profile
     band = error_band(e.profile if e.efficiency_source.startswith("profile") else None)
     text = band["text"]
@@ -399,5 +401,6 @@ def cli_estimate(argv: list[str]) -> int:
         from supernode_nb.cost.accuracy import evidence_band
         band["published"] = evidence_band(_resolve_topology(a.topology, cfg.world_size).chip, moe=model.is_moe)
         text += f"; {band['published']['text']}"
-    emit(dict(e.to_dict(), ok=True, fits=e.fits, expected_error=band), a.json, _estimate_text(e) + f"\n  expected error: {text}")
+    emit(dict(e.to_dict(), ok=True, fits=e.fits, expected_error=band, archived=note), a.json,
+         _estimate_text(e) + f"\n  expected error: {text}" + (f"\n  {note['text']}" if note else ""))
     return 0

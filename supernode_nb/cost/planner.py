@@ -10,7 +10,7 @@ import math, time
 from collections import Counter
 from dataclasses import dataclass, field, asdict
 import numpy as np
-from ..foundation.core import Parser, UsageError, emit, add_renamed
+from ..foundation.core import Parser, UsageError, emit, add_renamed, renamed
 from ..foundation.config import ModelSpec, ParallelConfig, ConfigError, check, MODEL_PRESETS, DTYPES, add_model_args, model_from_args
 from ..foundation.topology import Topology, TopologyError, get_topology, topology_for, TOPOLOGY_PRESETS, SIZE_PARAM, GiB
 from ..foundation.capabilities import backend_for, engine_gap_columns
@@ -189,7 +189,8 @@ def _take(S: dict, Vr: dict, idx) -> dict:
 from .costmodel import _framework_kw
 from .frameworks import resolve_framework, dp_overlap_columns
 
-def plan(model: ModelSpec, topology: Topology | str, global_batch: int, space: SearchSpace = SearchSpace(), *,
+@renamed(global_batch="global_batch_size")
+def plan(model: ModelSpec, topology: Topology | str, global_batch_size: int, space: SearchSpace = SearchSpace(), *,
          max_devices: int | None = None,      # use at most this many of the healthy devices
          top: int = 10, mem_fraction: float = 0.9, efficiency: float | None = None, dp_overlap: float = 1.0,
          dtype: str | None = None,            # fp32 or bf16; None: the model's own (bf16 for 2-byte presets)
@@ -207,11 +208,11 @@ def plan(model: ModelSpec, topology: Topology | str, global_batch: int, space: S
     "Search every valid configuration; return the fastest that fits memory, with rejections explained."
     t0 = time.perf_counter()
     topo = get_topology(topology) if isinstance(topology, str) else topology
-    if global_batch < 1: raise ConfigError([f"global_batch={global_batch} must be >= 1"])
+    if global_batch_size < 1: raise ConfigError([f"global_batch_size={global_batch_size} must be >= 1"])
     if errs := check(model, ParallelConfig()): raise ConfigError([f"model {model.name!r}: {e}" for e in errs])
     healthy = len(topo.healthy_ids())
     N = min(healthy, max_devices or healthy)
-    S, Vr = _grid(model, N, global_batch, space, allow_uneven)
+    S, Vr = _grid(model, N, global_batch_size, space, allow_uneven)
     C = {**S, **Vr}
     shape = (S["tp"].shape[0], Vr["zero"].shape[1])
     keep = np.broadcast_to((S["tp"] > 1) | ~Vr["sp"], shape)            # sequence parallelism only with tp > 1
@@ -285,7 +286,7 @@ def plan(model: ModelSpec, topology: Topology | str, global_batch: int, space: S
         best["estimate"], best["storage"] = e.to_dict(), e.storage
     pi = ok[_pareto(mem[ok], tps[ok])] if len(ok) else ok
     par = [_row(c, res, i) for c, i in zip(_configs(_take(S, Vr, pi), range(len(pi)), dt), pi)]
-    return Plan(model.name, topo.name, healthy, global_batch, len(kidx), int(valid.sum()), int(fits.sum()), best, topl,
+    return Plan(model.name, topo.name, healthy, global_batch_size, len(kidx), int(valid.sum()), int(fits.sum()), best, topl,
                 rejected, families, par, time.perf_counter() - t0, space.to_dict(),
                 dict(C=_take(S, Vr, ok), R={k: res[k][ok] for k in ("memory", "tokens_per_s", "world")},
                      fits=np.ones(len(ok), bool), limit=limit))
@@ -412,8 +413,8 @@ def cli_plan(argv: list[str]) -> int:
                     loss=a.loss, grad_accum=a.grad_accum, ep_overlap=a.ep_overlap, moe_host_s=None if a.moe_host_ms is None else a.moe_host_ms / 1e3,
                     allow_uneven=a.allow_uneven, checkpoint_every=a.checkpoint_every, async_save=a.async_save, framework=a.framework)
     except ValueError as e: raise UsageError(f"{_PROG}: error: {e}") from None
-    from supernode_nb.foundation.store import auto_record
-    if res.best: auto_record({"model": model.to_dict(), "config": res.best["config"], "estimate": res.best.get("estimate")},
-                             kind="plan", topology=topo.name)     # the archive of plans (SUPERNODE_NB_ARCHIVE=off disables)
-    emit(res.to_dict(), a.json, _plan_text(res))
+    from supernode_nb.foundation.store import auto_record, archive_note
+    note = archive_note(auto_record({"model": model.to_dict(), "config": res.best["config"], "estimate": res.best.get("estimate")},
+                                    kind="plan", topology=topo.name) if res.best else None)   # the best plan, said below the answer
+    emit(dict(res.to_dict(), archived=note), a.json, _plan_text(res) + (f"\n{note['text']}" if note else ""))
     return 0 if res.best else 1

@@ -18,7 +18,7 @@ from .config import (ModelSpec, ParallelConfig, MODEL_PRESETS, add_model_args, a
 
 # %% auto #0
 __all__ = ['SCHEMA_VERSION', 'default_path', 'plain', 'topology_summary', 'summarize_steps', 'ArchiveError', 'RunRecord',
-           'Archive', 'auto_record']
+           'Archive', 'auto_record', 'archive_note']
 
 # %% ../../nbs/00_foundation/05_store.ipynb #7689e3c1
 def default_path() -> Path:
@@ -332,6 +332,16 @@ def auto_record(result: dict, *, kind: str = "run", path=None, **kw) -> int | No
     except Exception as e:
         print(f"supernode-nb: warning: not archived ({type(e).__name__}: {e})", file=sys.stderr)
         return None
+
+# %% ../../nbs/00_foundation/05_store.ipynb #a2d1d3f3
+def archive_note(rid: int | None,   # what `auto_record` returned
+                 path=None,         # the archive it wrote (default: `default_path()`)
+                ) -> dict | None:
+    "Where a record went — {'id', 'path', 'text'}, the text naming how to turn recording off — or None when none was made."
+    if rid is None: return None
+    p = str(Path(path).expanduser() if path else default_path())
+    return {"id": rid, "path": p, "text": f"archived as record {rid} in {p} (supernode-nb archive show {rid}; "
+                                          "SUPERNODE_NB_ARCHIVE=off records nothing)"}
 
 # %% ../../nbs/00_foundation/05_store.ipynb #7381431c
 _PROFILES = """CREATE TABLE IF NOT EXISTS profiles (

@@ -324,7 +324,7 @@ def _one_process(m: ModelSpec, kind: str, quick: bool, say) -> dict:
     finally: torch.set_num_threads(old)
     return dict(dev=dev, rates=rates, mem=mem, first_probe_s=first, proc=proc)
 
-# %% ../../nbs/40_runtime/45_calibrate.ipynb #d018c89b
+# %% ../../nbs/40_runtime/45_calibrate.ipynb #91d3dd7b
 def _world_figures(m: ModelSpec, w: int, kind: str, cores: int, quick: bool, backend: str) -> dict:
     """One launch of `w` ranks (`calibration_worker`): the figures of that world as on an idle host, its link fits
     ('link_fits'; 'assumed': those priced at the preset's bandwidth) and the rows they were fitted on."""
@@ -354,7 +354,7 @@ def _world_text(w: int, f: dict) -> str:
             f"collectives' CPU {f['cpu']:.2f} of computing's, overlap {f['overlap']:.2f}, queued {f['queue_alone']:.2f} alone "
             f"and {f['queue']:.2f} exposed, skew {f['skew']:.3f} s per s of compute, links {_fits_text(f['link_fits'])}")
 
-# %% ../../nbs/40_runtime/45_calibrate.ipynb #b45ebf80
+# %% ../../nbs/40_runtime/45_calibrate.ipynb #bc05a417
 def _rank_scaled(proc: dict, k: float) -> dict:
     "The per-operator and executor figures of this process scaled by `k`, a spawned rank's time over this process's."
     keys = ("op_s", "opt_op_s", "microbatch_s", "step_s", "region_s", "recompute_op_s", "op_token_s", "ring_op_s")
@@ -368,7 +368,7 @@ def _per_world_figures(W: dict[int, dict]) -> dict:
                 skew_phase_s=per("skew_phase_s"), comm_cpu=per("cpu"),
                 issue_s={k: v for f in W.values() for k, v in f["issue_s"].items()})
 
-# %% ../../nbs/40_runtime/45_calibrate.ipynb #6c616a63
+# %% ../../nbs/40_runtime/45_calibrate.ipynb #20fa3291
 def calibrate(quick: bool = False,              # 2 and 4 ranks, fewer sizes and calls (< 15 s)
               name: str | None = None,          # profile name (default "<host>-<kind>")
               model: ModelSpec | str = "tiny-gpt",   # whose shapes and operators the figures are timed on
@@ -488,6 +488,9 @@ def _bg_text(p: MachineProfile) -> str:
 
 def cli_calibrate(argv: list[str]) -> int:
     "supernode-nb calibrate: measure this machine into a named profile and save it in the archive."
+    if "--from-archive" in argv:   # the device efficiency fitted to imported runs instead (`cost.fitruns`)
+        from supernode_nb.cost.fitruns import cli_calibrate_from_archive
+        return cli_calibrate_from_archive(argv)
     from supernode_nb.foundation.store import Archive
     p = Parser(prog="supernode-nb calibrate", description="Measure this machine (compute, overheads, links) into a saved profile.")
     p.add_argument("--quick", action="store_true", help="2 and 4 ranks, fewer samples (< 15 s)")

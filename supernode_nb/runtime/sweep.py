@@ -7,7 +7,7 @@ Docs: https://supernode-nb.github.io/supernode_nb/40_runtime/sweep.html.md"""
 # %% ../../nbs/40_runtime/49_sweep.ipynb #d926acaf
 from __future__ import annotations
 import os, time
-from ..foundation.core import Parser, emit, add_renamed
+from ..foundation.core import Parser, emit, add_renamed, renamed
 from ..foundation.config import ModelSpec, ParallelConfig, get_model
 from ..foundation.topology import get_topology
 from ..cost.profile import MachineProfile, find_profile
@@ -37,7 +37,31 @@ def _distinct(cfgs: list[ParallelConfig]) -> list[ParallelConfig]:
         if k not in seen: seen.add(k); out.append(c)
     return out
 
-def sweep(model: ModelSpec | str = "tiny-gpt", world: int = 4, global_batch: int = 8,
+def _sweep_configs(m: ModelSpec, topo, world: int, global_batch: int, top: int, profile, distinct: bool) -> list[ParallelConfig]:
+    "The planner's `top` best runnable configurations on `topo` (one per layout when `distinct`); why none, when none."
+    from supernode_nb.cost.planner import plan
+    p = plan(m, topo, global_batch, top=max(top, 64) if distinct else top, profile=profile, runnable_only=True)
+    cfgs = [ParallelConfig(**r["config"]) for r in p.top]
+    cfgs = (_distinct(cfgs) if distinct else cfgs)[:top]
+    if not cfgs:
+        why = {k: v for k, v in p.rejected.items() if not (p.valid and k.startswith("invalid"))}   # valid ones: why they did not fit
+        why = ", ".join(f"{k}: {v}" for k, v in sorted(why.items(), key=lambda kv: -kv[1])[:3])
+        raise ValueError(f"no runnable configuration of {m.name} on {world} local rank(s) at global batch {global_batch}: "
+                         f"of {p.searched} layouts {p.valid} are valid and {p.fitting} fit in memory ({why})")
+    return cfgs
+
+def _sweep_row(i: int, cfg: ParallelConfig, est, runs: list, fails: list, ids: list) -> dict:
+    "One configuration's row: the estimate beside the median of its runs, why runs failed, their archive ids."
+    import statistics
+    meas = statistics.median(runs) if runs else None
+    return dict(rank=i + 1, layout=_layout(cfg), zero=cfg.zero, recompute=cfg.recompute, micro_batches=cfg.num_microbatches,
+                predicted_s=est.step_time_s, measured_s=meas, error_pct=None if meas is None else 100 * (est.step_time_s / meas - 1),
+                runs_s=list(runs), failed="; ".join(fails), profile=est.profile, archive_id=ids[-1], archive_ids=list(ids),
+                load_avg=round(os.getloadavg()[0], 2))
+
+# %% ../../nbs/40_runtime/49_sweep.ipynb #e4c2213e
+@renamed(world="world_size", global_batch="global_batch_size")
+def sweep(model: ModelSpec | str = "tiny-gpt", world_size: int = 4, global_batch_size: int = 8,
           top: int = 4,                          # how many of the planner's best runnable configurations to run
           steps: int = 6, skip: int = 2,         # steps per run; warm-up steps left out of the medians
           profile: MachineProfile | str | None = "auto",   # "auto": the newest saved profile for 'local'; a name; a profile
@@ -47,23 +71,15 @@ def sweep(model: ModelSpec | str = "tiny-gpt", world: int = 4, global_batch: int
     ("Plan, run and record the `top` best runnable configurations here; one row per configuration, predicted beside measured. "
     "A run that loses a rank is archived as failed and the sweep goes on: its row says why (`failed`), measured None when "
     "no run of it finished; Kendall τ is over the configurations measured.")
-    import pandas as pd, statistics
-    from supernode_nb.cost.planner import plan
+    import pandas as pd
     from supernode_nb.cost.costmodel import estimate
     from supernode_nb.runtime.runner import make_spec, run
     from supernode_nb.runtime.faults import RunFailed
     if repeats < 1: raise ValueError(f"repeats={repeats} must be >= 1")
     m = get_model(model) if isinstance(model, str) else model
-    topo = get_topology("local", devices=world)
+    topo = get_topology("local", devices=world_size)
     if isinstance(profile, str): profile = find_profile("local", None if profile == "auto" else profile, path=archive)
-    p = plan(m, topo, global_batch, top=max(top, 64) if distinct else top, profile=profile, runnable_only=True)
-    cfgs = [ParallelConfig(**r["config"]) for r in p.top]
-    cfgs = (_distinct(cfgs) if distinct else cfgs)[:top]
-    if not cfgs:
-        why = {k: v for k, v in p.rejected.items() if not (p.valid and k.startswith("invalid"))}   # valid ones: why they did not fit
-        why = ", ".join(f"{k}: {v}" for k, v in sorted(why.items(), key=lambda kv: -kv[1])[:3])
-        raise ValueError(f"no runnable configuration of {m.name} on {world} local rank(s) at global batch {global_batch}: of "
-                         f"{p.searched} layouts {p.valid} are valid and {p.fitting} fit in memory ({why})")
+    cfgs = _sweep_configs(m, topo, world_size, global_batch_size, top, profile, distinct)
     ests = [estimate(m, c, topo, profile=profile, advise=False) for c in cfgs]
     arc, runs, ids, rows = _archive_for(archive), [[] for _ in cfgs], [[] for _ in cfgs], []
     fails: list[list[str]] = [[] for _ in cfgs]
@@ -79,25 +95,7 @@ def sweep(model: ModelSpec | str = "tiny-gpt", world: int = 4, global_batch: int
                 ids[i].append(arc.record_run(m, cfg, outcome="failed", error=str(e), topology=topo, estimate=est.to_dict(), label=label,
                                              started=t0, finished=time.time()) if arc else None)
             if rep < repeats - 1: continue
-            meas = statistics.median(runs[i]) if runs[i] else None
-            rows.append(
-                dict(
-                    rank=i + 1,
-                    layout=_layout(cfg),
-                    zero=cfg.zero,
-                    recompute=cfg.recompute,
-                    micro_batches=cfg.num_microbatches,
-                    predicted_s=est.step_time_s,
-                    measured_s=meas,
-                    error_pct=None if meas is None else 100 * (est.step_time_s / meas - 1),
-                    runs_s=list(runs[i]),
-                    failed="; ".join(fails[i]),
-                    profile=est.profile,
-                    archive_id=ids[i][-1],
-                    archive_ids=list(ids[i]),
-                    load_avg=round(os.getloadavg()[0], 2),
-                )
-            )
+            rows.append(_sweep_row(i, cfg, est, runs[i], fails[i], ids[i]))
             if progress: progress(rows[-1])
     df = pd.DataFrame(rows)
     ok = df[df.measured_s.notna()] if len(df) else df

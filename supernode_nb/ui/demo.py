@@ -17,7 +17,7 @@ from .demo_steps import (choose, choose_text, config_name, demo_placement, estim
                                         main_axis, record_demo, record_text, run_small, run_text, small_shape, speed_check, summary_text)
 
 # %% auto #0
-__all__ = ['STEP_SENTENCES', 'STEP_TITLES', 'NEXT', 'write_report', 'demo', 'small_run', 'cli_demo']
+__all__ = ['STEP_SENTENCES', 'STEP_TITLES', 'TUTORIALS', 'NEXT', 'write_report', 'demo', 'small_run', 'cli_demo']
 
 # %% ../../nbs/60_ui/63_demo.ipynb #a736aee8
 def write_report(path, steps: list[dict], summary: dict, plotlyjs: str = "inline", title: str = "supernode_nb demo") -> Path:
@@ -118,10 +118,20 @@ def _step_printer(world: int, steps: int, say):
     return show
 
 # %% ../../nbs/60_ui/63_demo.ipynb #64e37e17
-NEXT = ["  {report}  — these five steps as figures (open it in a browser)",
-        "  make lab  — the dashboard: pick a strategy, see it placed and estimated, run it live beside its estimate",
-        "  nbs/tutorials/  — the teaching path, 01_why_parallelism.ipynb to 07_tuning_walkthrough.ipynb",
-        "  supernode-nb archive list  — what you have run and planned; supernode-nb archive compare A B"]
+TUTORIALS = (   # nbs/tutorials/, the teaching path in order: (notebook, what it shows)
+    ("01_why_parallelism", "a model's memory against one device"), ("02_data_parallel", "split the samples, all-reduce the gradients"),
+    ("03_tensor_parallel", "split each layer's matrices"), ("04_pipeline_parallel", "stages, micro-batches and the bubble"),
+    ("05_expert_parallel", "routing, all-to-all and load balance"), ("06_supernode", "placement, planes, ring vs tree"),
+    ("07_tuning_walkthrough", "a tuning walk-through with the dashboard"), ("08_choosing_a_strategy", "a decision path, then the planner"),
+    ("09_small_then_large", "validate the strategy's shape on a laptop"), ("10_batch_and_lr", "batch size and learning rate together"),
+    ("11_scaling", "what each doubling of devices buys"), ("12_archive", "record, compare, start again from the best"),
+    ("13_troubleshooting", "along the seven layers"), ("14_planes", "network planes and traffic isolation"),
+    ("15_checkpoints_and_faults", "checkpoints when the layout changes, fault domains"),
+    ("16_checkpoint_cost", "what saving a checkpoint costs a step, sync or async"))
+NEXT = (["  {report}  — these five steps as figures (open it in a browser)",
+         "  make lab  — the dashboard: pick a strategy, see it placed and estimated, run it live beside its estimate",
+         "  supernode-nb archive list  — what you have run and planned; supernode-nb archive compare A B",
+         "  nbs/tutorials/  — the teaching path:"] + [f"    {n}.ipynb  — {what}" for n, what in TUTORIALS])
 
 def cli_demo(argv: list[str]) -> int:
     "supernode-nb demo: choose, place, estimate, run small, record — printed and written to one HTML report."

@@ -6,7 +6,7 @@ Docs: https://supernode-nb.github.io/supernode_nb/60_ui/demo_steps.html.md"""
 
 # %% ../../nbs/60_ui/68_demo_steps.ipynb #7c254228
 from __future__ import annotations
-import os, time
+import os, textwrap, time
 import numpy as np
 from ..foundation.config import ConfigError, ParallelConfig, get_model, num_params, validate
 from ..foundation.layout import RankLayout
@@ -233,7 +233,7 @@ def machine_profile(world: int = 8, say=None):
     p = calibrate(
         quick=True,
         worlds=tuple(sorted({2, world})),
-        progress=(lambda s: say(f"    {s[:100]}" + ("…" if len(s) > 100 else ""))) if say else None,
+        progress=(lambda s: say(textwrap.fill(s, 120, initial_indent="    ", subsequent_indent="      "))) if say else None,   # whole
     )
     if os.environ.get("SUPERNODE_NB_ARCHIVE", "on").lower() not in ("off", "0", "no", "false"): Archive().save_profile(p)
     return p
