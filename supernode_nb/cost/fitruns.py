@@ -6,7 +6,7 @@ Docs: https://supernode-nb.github.io/supernode_nb/10_cost/fitruns.html.md"""
 
 # %% ../../nbs/10_cost/19c_fitruns.ipynb #bde4c786
 from __future__ import annotations
-import math, time
+import math, re, time
 import numpy as np
 from ..foundation.core import Parser, emit
 from ..foundation.store import Archive, RunRecord
@@ -82,7 +82,7 @@ def _topology_key(device: str) -> str: return f"efficiency:{device}"   # never a
 def calibrate_from_archive(archive=None,                 # an `Archive` or its path (default: the user's archive)
                            device: str | None = None,    # the device to fit (default: the one the imported runs share)
                            framework: str | None = None, # only runs of this framework
-                           name: str | None = None,      # the profile's name (default 'imported-<device>')
+                           name: str | None = None,      # the profile's name (default 'imported-<device>', e.g. imported-h100-sxm)
                            save: bool = True) -> dict:
     "Fit the device efficiency to the archive's imported runs, report leave-one-out, and save it as a named profile."
     arc = archive if isinstance(archive, Archive) else Archive(archive)
@@ -93,7 +93,8 @@ def calibrate_from_archive(archive=None,                 # an `Archive` or its p
                          + ": `supernode-nb import` adds them")
     if len(devs) > 1: raise ValueError(f"imported runs on {len(devs)} devices ({', '.join(devs)}): pick one with device= / --device")
     fit = fit_runs(runs)
-    prof = dict(name=name or f"imported-{devs[0]}", kind=PROFILE_KIND, host="", topology=_topology_key(devs[0]), created=time.time(),
+    slug = re.sub(r"[^a-z0-9]+", "-", devs[0].lower()).strip("-")
+    prof = dict(name=name or f"imported-{slug}", kind=PROFILE_KIND, host="", topology=_topology_key(devs[0]), created=time.time(),
                 device=devs[0], efficiency=fit["efficiency"], n=fit["n"], framework=framework, run_ids=[r.id for r in runs],
                 loo=[{k: x[k] for k in ("id", "loo_pct", "before_pct")} for x in fit["runs"]])
     if save: prof["id"] = arc.save_profile(prof)
