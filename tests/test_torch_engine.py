@@ -113,3 +113,36 @@ def test_cli_run_torch_beside_literate_in_archive(tmp_path):
     step = [k for k in rows if k[0] == "measured" and k[1] == "step_s"]
     assert step and all(rows[step[0]][f"#{i}"] > 0 for i in ids), step
     print(f"\nstep_s torch {rows[step[0]][f'#{min(ids)}']:.3f} s, literate {rows[step[0]][f'#{max(ids)}']:.3f} s (4 ranks, 2 cores)")
+
+
+def test_dashboard_picker_offers_the_engine():
+    "The run panel's engine picker: both engines offered, and its value is what the controller starts with."
+    from supernode_nb.ui.dashstate import DashboardState
+    from supernode_nb.ui.controller import RunController
+    from supernode_nb.ui.widgets import RunPanel
+    s = DashboardState(world=4, tp=2, steps=2)
+    rc = RunController(s)
+    panel, seen = RunPanel(s, rc), {}
+    assert tuple(panel.engine.options) == ("literate", "torch") and panel.engine.value == "literate"
+    rc.start = lambda **kw: seen.update(kw)
+    panel.engine.value = "torch"; panel.start()
+    assert seen["engine"] == "torch", seen
+
+
+@pytest.mark.slow
+def test_dashboard_runs_the_torch_engine(tmp_path, monkeypatch):
+    "A dashboard run on the torch engine: every rank's records stream into the run log, comm per axis, archived labelled."
+    from supernode_nb.ui.dashstate import DashboardState
+    from supernode_nb.ui.controller import RunController
+    from supernode_nb.runtime.supervise import LocalLauncher
+    from supernode_nb.foundation.store import Archive
+    monkeypatch.setenv("SUPERNODE_NB_HOME", str(tmp_path))
+    s = DashboardState(world=4, tp=2, steps=3)
+    rc = RunController(s, LocalLauncher(), interval=0.05).start(engine="torch")
+    assert rc.join(300), "run did not finish"
+    assert s.status == "done", s.failure
+    assert rc.log.complete_steps() == [0, 1, 2]
+    b = rc.log.breakdown()
+    assert all(v > 0 for v in b["compute"]) and all(v > 0 for v in b["comm tp"]) and all(v > 0 for v in b["comm dp"]), b
+    runs = Archive(tmp_path / "archive.sqlite").list_runs()
+    assert len(runs) == 1 and runs[0].label == "dashboard, engine torch"

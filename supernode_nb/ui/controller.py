@@ -76,13 +76,14 @@ class RunController:
 
 # %% ../../nbs/60_ui/64_controller.ipynb #329ff845
 @patch
-def start(self: RunController, steps: int | None = None, fault: FaultSpec | dict | None = None) -> RunController:
+def start(self: RunController, steps: int | None = None, fault: FaultSpec | dict | None = None,
+          engine: str = "literate") -> RunController:   # literate, or torch (torch.distributed's own parallelisms)
     "Start a run of the current pick in the background (rehearsing `fault` or `self.fault`); errors raise before anything starts."
     st = self.state
     if self.running: raise RuntimeError("a run is already going; stop it first")
     self.check()
     steps = steps or st.steps
-    spec = make_spec(st.spec(), st.config(), steps=steps, world_size=st.world, fault=fault or self.fault)
+    spec = make_spec(st.spec(), st.config(), steps=steps, world_size=st.world, fault=fault or self.fault, engine=engine)
     self.log, self.result, self.error_text, self.first_record_s, self.handle = RunLog(st.world), None, "", None, None
     self.estimate = None
     self._q, self._stop, self._t0 = queue.Queue(), threading.Event(), time.monotonic()
@@ -192,8 +193,9 @@ def _archive(self: RunController, kind: str):
     log = self.log
     done = [{"step": s, "ranks": [log.steps[s][r] for r in range(log.world)]} for s in log.complete_steps()]
     res = {"config": self._spec.to_dict(), "losses": [st["ranks"][0].get("loss") for st in done], "steps": done}
+    label = "dashboard" + (", engine torch" if self._spec.engine == "torch" else "")   # `archive compare` shows it
     auto_record(res, outcome={"done": "ok", "stopped": "stopped"}.get(kind, "failed"), error=self.error_text,
-                started=self._started, finished=time.time(), label="dashboard", estimate=self.estimate)
+                started=self._started, finished=time.time(), label=label, estimate=self.estimate)
 
 @patch
 def _finish(self: RunController, kind, x, states):

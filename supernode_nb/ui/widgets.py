@@ -13,6 +13,7 @@ import plotly.graph_objects as go
 from fastcore.basics import patch
 from ..foundation.config import ConfigError
 from ..runtime.faults import FAULT_KINDS, FaultSpec
+from ..runtime.spec import ENGINES
 from .dashstate import DashboardState, synthetic_records
 from .controller import RunController
 from ..runtime.supervise import LocalLauncher
@@ -87,9 +88,12 @@ class RunPanel:
         self.on_start: list = []          # callbacks(controller) run after a start (the live view resets its figure)
         self.busy: list = []              # callables: why the host is taken now (a sweep running), else None
         self.fault, self.where = FaultControl(state), WhereControl()
+        self.engine = W.Dropdown(options=ENGINES, value="literate", description="engine", layout=W.Layout(width="190px"),
+                                 tooltip="literate: this project's strategies; torch: torch.distributed's own (FSDP2, TP, pipelining)")
+        self.engine.add_class("snb-engine")
         self.sync()
         self.widget = _box(
-            W.HBox([self.steps, self.start_btn, self.stop_btn, self.progress]),
+            W.HBox([self.steps, self.engine, self.start_btn, self.stop_btn, self.progress]),
             self.where.widget,
             self.fault.widget,
             self.status,
@@ -111,7 +115,7 @@ def start(self: RunPanel, *_):
     if isinstance(self.ctl.launcher, (LocalLauncher, ClusterLauncher)):   # a launcher given to the Dashboard is kept
         self.ctl.launcher = self.where.launcher(self.state.world)
     for f in self.on_start: f(self.ctl)
-    try: self.ctl.start(fault=self.fault.spec())
+    try: self.ctl.start(fault=self.fault.spec(), engine=self.engine.value)
     except (ConfigError, ValueError) as e:
         self.status.value = f'<span style="color:#cf222e">cannot start: {html.escape("; ".join(getattr(e, "errors", [str(e)])))}</span>'
 
