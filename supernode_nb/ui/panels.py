@@ -220,7 +220,12 @@ class SuggestView:
         self.button.add_class("snb-suggest-btn")
         self.out, self.plan = W.HTML(), None
         self.button.on_click(self.log.guard(lambda *_: self.suggest()))
-        self.widget = _box(self.button, self.out, cls="snb-suggest-box")
+        self.to = W.Dropdown(options=("megatron", "mindspeed", "torchtitan"), value="megatron", layout=W.Layout(width="130px"))
+        self.export_button = W.Button(description="export", icon="download", tooltip="the pick as the framework's launch files")
+        self.export_button.add_class("snb-export-btn")
+        self.exported, self.script = None, W.Textarea(layout=W.Layout(width="100%", height="220px", display="none"))
+        self.export_button.on_click(self.log.guard(lambda *_: self.export()))
+        self.widget = _box(W.HBox([self.button, self.to, self.export_button]), self.out, self.script, cls="snb-suggest-box")
 
     def suggest(self):
         "Plan for the pick's model, topology and global batch; load the best into the state."
@@ -234,6 +239,13 @@ class SuggestView:
             if p.best is not None: st.load(p.best["config"])
             self.out.value = plan_html(p)
         finally: self.button.disabled = False
+
+    def export(self):
+        "The pick as the chosen framework's launch script (`ops.export`), shown below; `exported` keeps the `Export`."
+        from supernode_nb.ops.export import export
+        st = self.state
+        self.exported = e = export(st.spec(), st.config(), self.to.value, placement=st.placement())
+        self.script.value, self.script.layout.display = e.script(), None
 
 # %% ../../nbs/60_ui/67_panels.ipynb #2e28b096
 COLOR_AXES = ("tp", "cp", "dp", "pp", "ep", "edp")
