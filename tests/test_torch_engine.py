@@ -89,7 +89,7 @@ def test_refusal_at_the_command_line():
 @pytest.mark.slow
 def test_cli_run_torch_beside_literate_in_archive(tmp_path):
     "`supernode-nb run --engine torch` end to end, recorded in the archive, compared there with a literate run of the same layout."
-    env = {"SUPERNODE_NB_HOME": str(tmp_path)}
+    env = {"SUPERNODE_NB_HOME": str(tmp_path), "SUPERNODE_NB_ARCHIVE": "on"}      # conftest turns the archive off
     flags = ["--dp", "2", "--tp", "2", "--sequence-parallel", "--zero", "2", "--steps", "3", "--profile", "none", "--json"]
     runs = {}
     for engine in ("torch", "literate"):
@@ -136,7 +136,7 @@ def test_dashboard_runs_the_torch_engine(tmp_path, monkeypatch):
     from supernode_nb.ui.controller import RunController
     from supernode_nb.runtime.supervise import LocalLauncher
     from supernode_nb.foundation.store import Archive
-    monkeypatch.setenv("SUPERNODE_NB_HOME", str(tmp_path))
+    monkeypatch.setenv("SUPERNODE_NB_HOME", str(tmp_path)); monkeypatch.setenv("SUPERNODE_NB_ARCHIVE", "on")
     s = DashboardState(world=4, tp=2, steps=3)
     rc = RunController(s, LocalLauncher(), interval=0.05).start(engine="torch")
     assert rc.join(300), "run did not finish"
