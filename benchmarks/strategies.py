@@ -29,6 +29,7 @@ from supernode_nb.parallel.dp import DataParallel, ZeroOptimizer
 from supernode_nb.runtime.launch import spawn
 from supernode_nb.foundation.layout import RankLayout
 from supernode_nb.parallel.pp import Event, Timeline, make_schedule, run_schedule, toy_blocks, simulate
+from supernode_nb.parallel.torchengine import pipeline_step     # the torch engine's step of a pipelining schedule
 
 med = statistics.median
 
@@ -131,9 +132,7 @@ def _pp_vs_torch(rank, world, preset="tiny-gpt", m=8, b=2, rounds=15, steps=2):
                      loss_fn, (b, spec.seq_len, spec.hidden), losses_to=losses_to)
     def s_torch(x, y):
         theirs.zero_grad()
-        if first: sched_t.step(x)
-        elif last: sched_t.step(target=y, losses=[])
-        else: sched_t.step()
+        pipeline_step(sched_t, x, y, first, last)
     fns = {"ours": s_ours, "torch": s_torch, "ours_loss_broadcast": lambda x, y: s_ours(x, y, "all")}
     for f in fns.values(): f(*data[0])
     s_ours(*data[0]); s_torch(*data[0])
@@ -327,13 +326,10 @@ def _zb_vs_torch(rank, world, m=8, layers_per_stage=2, h=16, rows=8, t_layer=0.0
         ours.zero_grad(); run_schedule(sched, [ours], comm, list(X.chunk(m)), list(Y.chunk(m)), mse, (rows, h), losses_to="last")
     def f_izb():
         izb.zero_grad()
-        if first: s_izb.step(X)
-        elif last: s_izb.step(target=Y, losses=[])
-        else: s_izb.step()
+        pipeline_step(s_izb, X, Y, first, last)
     def f_zbv():
         for mod in v_mods: mod.zero_grad()
-        if first: s_zbv.step(X, target=Y, losses=[])                    # the V's first and last stage are both on rank 0
-        else: s_zbv.step()
+        pipeline_step(s_zbv, X, Y, first, first)                         # the V's first and last stage are both on rank 0
     fns = {"ours_zb-h1": f_ours, "torch_interleaved_zb": f_izb, "torch_zbv": f_zbv}
     for f in fns.values(): f()
     times, cpu = {k: [] for k in fns}, {k: [] for k in fns}
@@ -360,9 +356,7 @@ def _pp_vs_torch_emulated(rank, world, m=8, layers_per_stage=2, h=16, rows=8, t_
         ours.zero_grad(); run_schedule(sched, [ours], comm, list(X.chunk(m)), list(Y.chunk(m)), mse, (rows, h), losses_to=losses_to)
     def f_torch():
         theirs.zero_grad()
-        if first: s_t.step(X)
-        elif last: s_t.step(target=Y, losses=[])
-        else: s_t.step()
+        pipeline_step(s_t, X, Y, first, last)
     fns = {"ours": f_ours, "torch": f_torch, "ours_loss_broadcast": lambda: f_ours("all")}
     for f in fns.values(): f()
     times, cpu = {k: [] for k in fns}, {k: [] for k in fns}

@@ -24,7 +24,7 @@ from .engine import StepRecord, peak_memory_bytes, TOLERANCES
 # %% auto #0
 __all__ = ['TORCH_SCHEDULES', 'MESH_DIMS', 'NOTES', 'torch_engine_gaps', 'torch_engine_check', 'mesh_grid', 'device_mesh',
            'CommTimer', 'part_perm', 'prepare_heads', 'tp_plan', 'held_chunks', 'data_parallel', 'build_torch_model',
-           'make_schedule', 'TorchEngine', 'full_tensors', 'torch_parity_worker', 'train_torch']
+           'make_schedule', 'pipeline_step', 'TorchEngine', 'full_tensors', 'torch_parity_worker', 'train_torch']
 
 # %% ../../nbs/30_parallel/3b_torchengine.ipynb #te006
 TORCH_SCHEDULES = {"gpipe": "ScheduleGPipe", "1f1b": "Schedule1F1B", "interleaved": "ScheduleInterleaved1F1B",
@@ -290,6 +290,11 @@ def make_schedule(cfg: ParallelConfig, chunks: list, held: list, mesh):
     cls = getattr(pl, TORCH_SCHEDULES[cfg.schedule])
     return cls(stages[0] if cfg.schedule in ("gpipe", "1f1b") else stages, n_microbatches=cfg.num_microbatches, loss_fn=loss_fn)
 
+def pipeline_step(schedule, x, y, first: bool, last: bool,   # this rank holds the first / the last stage (both, for a V)
+                  losses: list | None = None):               # the last stage's micro-batch losses are appended here
+    "One `schedule.step` as the rank's stages ask: the batch where the first stage is, the targets where the last is."
+    return schedule.step(*((x,) if first else ()), **(dict(target=y, losses=[] if losses is None else losses) if last else {}))
+
 # %% ../../nbs/30_parallel/3b_torchengine.ipynb #te031
 class TorchEngine:
     "One rank of a run on torch.distributed's own parallelisms; `train_step` returns the literate engine's `StepRecord`."
@@ -337,7 +342,7 @@ def _forward_backward(self: TorchEngine, micro: list) -> list[float]:
             (loss / m).backward(); losses.append(float(loss.detach()))
         return losses
     x, y = torch.cat([a for a, _ in micro]), torch.cat([b for _, b in micro])
-    self.schedule.step(*((x,) if self.first else ()), **(dict(target=y, losses=losses) if self.last else {}))
+    pipeline_step(self.schedule, x, y, self.first, self.last, losses)
     return [float(v.detach()) for v in losses]
 
 @patch
