@@ -5,7 +5,7 @@ import pytest
 from procs import cli
 
 def test_validate_reports_every_error_and_exits_1():
-    r = cli("validate", "--model", "llama3-8b", "--tp", "3", "--pp", "5", "--dp", "2", "--world", "32", "--json")
+    r = cli("validate", "--model", "llama3-8b", "--tp", "3", "--pp", "5", "--dp", "2", "--world-size", "32", "--json")
     assert r.returncode == 1, r.stderr
     out = json.loads(r.stdout)
     assert out["ok"] is False
@@ -46,8 +46,8 @@ def test_console_script_passes_exit_statuses_through():
     exe = Path(sys.executable).with_name("supernode-nb")
     for args, rc in (
         (["nonsense"], 2),
-        (["validate", "--tp", "3", "--world", "4"], 1),
-        (["validate", "--tp", "2", "--world", "2", "--json"], 0),
+        (["validate", "--tp", "3", "--world-size", "4"], 1),
+        (["validate", "--tp", "2", "--world-size", "2", "--json"], 0),
     ):
         r = subprocess.run([str(exe), *args], capture_output=True, text=True, timeout=120)
         assert r.returncode == rc, (args, r.returncode, r.stderr)
@@ -67,18 +67,18 @@ OFF = {"SUPERNODE_NB_ARCHIVE": "off"}
 
 def test_a_topology_file_goes_where_a_preset_goes():
     "estimate, plan and place take the repository's H200 example; the estimate prices its memory and the die it is tied to."
-    r = cli("estimate", "--model", "llama3-70b", "--topology", H200, "--tp", "8", "--pp", "4", "--dp", "8", "--global-batch", "512",
+    r = cli("estimate", "--model", "llama3-70b", "--topology", H200, "--tp", "8", "--pp", "4", "--dp", "8", "--global-batch-size", "512",
             "--sequence-parallel", "--json", env=OFF)
     assert r.returncode == 0, r.stderr
     e = json.loads(r.stdout)
     assert (e["topology"], e["devices"], e["memory_limit_bytes"]) == ("dgx-h200", 256, 131 * 2**30)
-    assert e["efficiency_source"] == "fitted to published runs of the same die (H100 SXM)", e["efficiency_source"]
+    assert e["efficiency_source"] == "fitted to published runs of the H100 family", e["efficiency_source"]
     assert "of the H100 family" in e["expected_error"]["published"]["basis"]   # the H200 is priced and scored as its die
     h100 = json.loads(cli("estimate", "--model", "llama3-70b", "--topology", "dgx-h100-superpod", "--tp", "8", "--pp", "4", "--dp", "8",
-                          "--global-batch", "512", "--sequence-parallel", "--json", env=OFF).stdout)
+                          "--global-batch-size", "512", "--sequence-parallel", "--json", env=OFF).stdout)
     assert e["step_time_s"] < h100["step_time_s"]  # the same compute with faster HBM: never slower
     p = cli(
-        "plan", "--model", "llama3-70b", "--topology", H200, "--global-batch", "512", "--devices", "64", "--top", "1", "--json", env=OFF
+        "plan", "--model", "llama3-70b", "--topology", H200, "--global-batch-size", "512", "--devices", "64", "--top", "1", "--json", env=OFF
     )
     assert p.returncode == 0 and json.loads(p.stdout)["topology"] == "dgx-h200", p.stderr
     assert cli("place", "--topology", H200, "--tp", "8", "--dp", "2").returncode == 0
@@ -90,5 +90,5 @@ def test_a_topology_file_goes_where_a_preset_goes():
 def test_a_broken_topology_file_is_one_line_exit_2(tmp_path, text, msg):
     f = tmp_path / "bad.toml"; f.write_text(text)
     for cmd in ("estimate", "plan", "place"):
-        r = cli(cmd, "--topology", f, *(("--global-batch", "8") if cmd == "plan" else ("--tp", "2")), env=OFF)
+        r = cli(cmd, "--topology", f, *(("--global-batch-size", "8") if cmd == "plan" else ("--tp", "2")), env=OFF)
         assert r.returncode == 2 and msg in r.stderr and len(r.stderr.strip().splitlines()) == 1, (cmd, r.stderr)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools, hashlib, json, os
 from pathlib import Path
 import numpy as np
-from .steptime import EFFICIENCY, MOE_HOST_S, TP_OVERLAP
+from .steptime import EFFICIENCY, MOE_HOST_S, TP_OVERLAP, device_family
 from .published import PublishedRun, load_runs, predict_run
 
 # %% auto #0
@@ -25,9 +25,7 @@ FITTED = {   # name: (what it is, the function that fits it)
     "moe_host_s": ("s per MoE layer and micro-batch a host-synced MoE dispatch holds the device", "fit_constants"),
     "tp_overlap_torch": ("share of TP traffic torch's async TP pipelines with the matmuls", "fit_constants")}
 
-def family(chip) -> str:   # a `Chip`
-    "The device family a chip's efficiency is fitted with: its die's first word (H200 and the 500 W H100 are H100s)."
-    return (chip.die or chip.name).split()[0]
+family = device_family   # `steptime.device_family`: H200 and the 500 W H100 are H100s
 
 # %% ../../nbs/10_cost/17a_accuracy.ipynb #f8084f70
 def _kind(r: PublishedRun) -> str:
@@ -46,7 +44,11 @@ def _log_error_grid(r: PublishedRun) -> np.ndarray:
 @functools.lru_cache(maxsize=None)
 def _table(runs: tuple) -> dict:
     "The rows' grids, kinds, families and sources."
-    return dict(E=[_log_error_grid(r) for r in runs], kind=np.array([_kind(r) for r in runs]),
+    kind = np.array([_kind(r) for r in runs])
+    key = lambda r: (r.source, r.model, r.config, r.dtype, r.chip, r.topology)
+    plain = {key(r): i for i, r in enumerate(runs) if kind[i] == "plain" and not r.behaviours()["tp_overlap"]}
+    twin = np.array([plain.get(key(r), -1) if kind[i] == "torch" else -1 for i, r in enumerate(runs)])
+    return dict(E=[_log_error_grid(r) for r in runs], kind=kind, twin=twin,
                 fam=np.array([family(r.topo().chip) for r in runs]), src=np.array([r.source for r in runs]))
 
 # %% ../../nbs/10_cost/17a_accuracy.ipynb #01d9dcb2
@@ -77,10 +79,9 @@ def _fit(T, mask) -> tuple:
         mean = int(np.abs(EFF_GRID - np.mean(fitted)).argmin())
         eff = {f: mean if x is None else x for f, x in eff.items()}
         at_eff = lambda i: eff[T["fam"][i]]
-        moe = [i for i in np.flatnonzero(mask & (T["kind"] == "moe"))]
-        h = _host(T, w, moe, at_eff, h, s)
-        tor = [i for i in np.flatnonzero(mask & (T["kind"] == "torch"))]
-        s = _share(T, w, tor, at_eff, h, s)
+        moe, tor = mask & (T["kind"] == "moe"), mask & (T["kind"] == "torch")   # each weighed among the rows it touches
+        h = _host(T, _weights(T["src"], T["fam"], moe), list(np.flatnonzero(moe)), at_eff, h, s)
+        s = _share(T, _weights(T["src"], T["fam"], tor) + _weights(T["src"], T["fam"], mask), list(np.flatnonzero(tor)), at_eff, h, s)
     return eff, h, s
 
 def _host(T, w, rows, at_eff, h, s) -> int:
@@ -88,8 +89,10 @@ def _host(T, w, rows, at_eff, h, s) -> int:
     return int(sum(w[i] * T["E"][i][at_eff(i), :] ** 2 for i in rows).argmin())
 
 def _share(T, w, rows, at_eff, h, s) -> int:
+    "Async TP's share from its pairs: each async row over the same run without it, both priced at one efficiency."
+    rows = [i for i in rows if T["twin"][i] >= 0 and w[T["twin"][i]] > 0]
     if not rows: return s
-    return int(sum(w[i] * T["E"][i][at_eff(i), :] ** 2 for i in rows).argmin())
+    return int(sum(w[i] * (T["E"][i][at_eff(i), :] - T["E"][T["twin"][i]][at_eff(i), 0]) ** 2 for i in rows).argmin())
 
 # %% ../../nbs/10_cost/17a_accuracy.ipynb #5e0c7ad7
 def _constants(eff, h, s, fams_fitted) -> dict:
@@ -104,7 +107,7 @@ def fit_constants(runs=None   # published runs (default: all, `load_runs()`)
     mask = np.ones(len(runs), bool)
     return _constants(*_fit(T, mask), set(T["fam"]))
 
-# %% ../../nbs/10_cost/17a_accuracy.ipynb #33cd7e60
+# %% ../../nbs/10_cost/17a_accuracy.ipynb #65ad6aef
 def _price(T, runs, i, eff, h, s) -> float:
     e = eff[T["fam"][i]]
     return float(runs[i].value * np.exp(T["E"][i][e, h if T["kind"][i] == "moe" else s if T["kind"][i] == "torch" else 0]))
@@ -125,7 +128,7 @@ def leave_one_source_out(runs=None):   # published runs (default: all)
                             tp_overlap_torch=float(SHARE_GRID[s])))
     return pd.DataFrame(out)
 
-# %% ../../nbs/10_cost/17a_accuracy.ipynb #eb275a9a
+# %% ../../nbs/10_cost/17a_accuracy.ipynb #0329c6b6
 def band(e) -> dict:
     "n, median, 90th percentile and max of |e|, and how many within 20 %."
     a = np.abs(np.asarray(e, dtype=float))
@@ -140,7 +143,7 @@ def loso_summary(df=None) -> dict:
                 by_source={s: band(g.error_pct) for s, g in df.groupby("source", sort=False)},
                 by_family={f: band(g.error_pct) for f, g in df.groupby("family", sort=False)})
 
-# %% ../../nbs/10_cost/17a_accuracy.ipynb #76dee122
+# %% ../../nbs/10_cost/17a_accuracy.ipynb #408c0665
 def _cache_key() -> str:
     import supernode_nb
     root = Path(supernode_nb.__file__).parent
@@ -162,7 +165,7 @@ def loso_cached():
     except OSError: pass                                   # a read-only home: priced again next time
     return df
 
-# %% ../../nbs/10_cost/17a_accuracy.ipynb #28f53657
+# %% ../../nbs/10_cost/17a_accuracy.ipynb #c66a613d
 def source_errors(*sources: str) -> "pd.DataFrame":   # source ids (`PublishedRun.source`)
     "Leave-one-source-out rows of `sources` (cached), with each run's device, GPUs, sequence, layout and dtype."
     df, runs = loso_cached(), {r.name: r for r in load_runs()}
@@ -175,7 +178,7 @@ def source_errors(*sources: str) -> "pd.DataFrame":   # source ids (`PublishedRu
                                f"mbs{r.config.micro_batch_size} gbs{r.config.gbs}" + (" fsdp" if r.config.zero == 3 else ""))
     return df.reset_index(drop=True)
 
-# %% ../../nbs/10_cost/17a_accuracy.ipynb #2c175397
+# %% ../../nbs/10_cost/17a_accuracy.ipynb #05c5e83d
 def _quote(e, basis: str) -> dict:
     b = band(e)
     return dict(n=b["n"], median_abs_pct=b["median"], p90_abs_pct=b["p90"], max_abs_pct=b["max"], basis=basis,
@@ -203,7 +206,7 @@ def _chips():
     import pandas as pd
     return pd.Series({r.name: r.topo().chip.name for r in load_runs()})
 
-# %% ../../nbs/10_cost/17a_accuracy.ipynb #5013d433
+# %% ../../nbs/10_cost/17a_accuracy.ipynb #e4e55a40
 def known_misses() -> dict:
     "Predicted ÷ published throughput, leave-one-source-out, of the MoE rows and the rows with cp ≥ 4: {'moe': [...], 'cp_ge_4': [...]}."
     df, runs = loso_cached(), {r.name: r for r in load_runs()}

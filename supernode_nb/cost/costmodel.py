@@ -324,7 +324,7 @@ def _estimate_text(e: Estimate) -> str:
              + (f"; framework {e.framework}" if e.framework else "")]
     if e.storage: lines += [f"  {x}" for x in storage_text(StorageCost(**e.storage))]
     if e.moe_host_s is not None: lines.append(f"  MoE host hold {1e3 * e.moe_host_s:g} ms per MoE layer and micro-batch (Megatron's "
-                                              "token-count sync, fitted on its 25.11 and 26.02 releases; --moe-host-ms 0 for 26.06 on)")
+                                              "token-count sync, fitted over the published runs: `accuracy`; --moe-host-ms 0 for a sync-free release)")
     return "\n".join(lines + [f"  {a}" for a in e.advice] + [f"  caveat: {c}" for c in e.caveats])
 
 def _model_topology_args(a, default_model: str = "tiny-gpt"):
@@ -358,7 +358,7 @@ def cli_estimate(argv: list[str]) -> int:
     p.add_argument("--ep-overlap", action="store_true", help="MoE all-to-alls beside another micro-batch's compute "
                    "(Megatron --overlap-moe-expert-parallel-comm, DualPipe)")
     p.add_argument("--moe-host-ms", type=float, default=None, help="ms per MoE layer and micro-batch Megatron's synced dispatch "
-                   "holds the device (default: the fitted 6; 0 for a sync-free release, Megatron-Bridge 26.06 on)")
+                   "holds the device (default: the fitted steptime.MOE_HOST_S; 0 for a sync-free release, Megatron-Bridge 26.06 on)")
     p.add_argument("--no-flash", action="store_true", help="attention without flash: its scores written, read and kept")
     p.add_argument("--eager", action="store_true", help="element-wise kernels unfused (eager PyTorch, no torch.compile)")
     p.add_argument("--attention", choices=ATTENTION_KERNELS, default="native",

@@ -35,6 +35,7 @@ class Framework:
     cp_merge: bool = True                # CP attention chunk by chunk, partial outputs merged (False: K, V gathered)
     tp_overlap: bool | str = False       # TP traffic pipelined with the matmuls when tp > 1: "te", "torch" or False
     ep_overlap: bool = False             # MoE all-to-alls beside another micro-batch's compute
+    ep_dispatch: str = "alltoall"        # MoE token exchange: "alltoall" (a copy per routed expert), "deepep" (once per remote domain)
     selective_mm: float = 0.0            # share of linear matmuls "selective" recompute repeats
     moe_host_sync: bool = False          # the MoE dispatch waits on a device-to-host copy of the token counts
     cites: tuple = ()                    # (behaviour, "repository path@commit: what it says") pairs
@@ -44,7 +45,7 @@ class Framework:
 
 # %% ../../nbs/10_cost/16a_frameworks.ipynb #fbbb7ebc
 BEHAVIOURS = ("dp_overlap", "flash", "fused", "attention", "loss", "zero3_flat", "zero3_regather", "grad_accum", "cp_merge",
-              "tp_overlap", "ep_overlap", "selective_mm", "moe_host_sync")   # what `behaviours` returns, and a row may state
+              "tp_overlap", "ep_overlap", "ep_dispatch", "selective_mm", "moe_host_sync")   # what `behaviours` returns, and a row may state
 
 def _dp_overlap(fw: Framework, cfg) -> float:
     if cfg.pp > 1 and fw.dp_overlap_pipeline is not None: return fw.dp_overlap_pipeline
@@ -172,7 +173,9 @@ _LLAMA3 = Framework(
         ("dp_overlap", "arXiv 2407.21783 §3.3.2: FSDP's reduce-scatter overlapped with the backward")))
 _HAI = Framework(
     name="hai-llm", release="2024", summary="DeepSeek's HAI-LLM (the DeepSeek-V3 report; no public code): DualPipe, DeepEP-style dispatch",
-    ep_overlap=True, moe_host_sync=True, cites=(
+    ep_overlap=True, moe_host_sync=True, ep_dispatch="deepep", cites=(
+        ("ep_dispatch", "deepseek-ai/DeepEP README.md: normal kernels forward each token over RDMA once per destination node, "
+                        "then over NVLink to its experts (arXiv 2412.19437 §3.2.2)"),
         ("ep_overlap", "DeepSeek-V3 technical report (arXiv 2412.19437) §3.2.1: DualPipe overlaps the all-to-all of one "
                        "micro-batch with another's compute"),
         ("moe_host_sync", "deepseek-ai/DeepEP README.md: the normal (training) kernels' dispatch waits on the CPU for the "

@@ -385,7 +385,7 @@ def cli_plan(argv: list[str]) -> int:
     p.add_argument("--ep-overlap", action="store_true", help="MoE all-to-alls beside another micro-batch's compute "
                    "(Megatron --overlap-moe-expert-parallel-comm, DualPipe), as estimate prices it")
     p.add_argument("--moe-host-ms", type=float, default=None, help="ms per MoE layer and micro-batch Megatron's synced dispatch "
-                   "holds the device, as estimate prices it (default: the fitted 6; 0 for Megatron-Bridge 26.06 on)")
+                   "holds the device, as estimate prices it (default: the fitted steptime.MOE_HOST_S; 0 for Megatron-Bridge 26.06 on)")
     p.add_argument("--allow-uneven", action="store_true", help="also layouts whose layers do not divide by pp × virtual stages "
                    "(Megatron's and torchtitan's uneven splits; this engine cannot run them)")
     p.add_argument("--checkpoint-every", type=int, default=None, metavar="N", help="price the best plan's checkpoint saved every N "

@@ -11,16 +11,16 @@ from ..foundation.config import ModelSpec, ParallelConfig
 from ..foundation.topology import Topology
 from .engineops import engine_ops, engine_tensors, ENGINE_BUCKET_BYTES, _n_buckets, blocking_collectives, ring_ops, ring_shifts
 from .commcost import collective_time_array, hierarchical_time, _outer_index, _blocks
+from .moecost import moe_hbm_bytes, expert_gemm_s, imbalance_s, dispatch_s
 from .memory import (_counts, _memory, step_flops, SCHEDULE_CODE, RECOMPUTE_CODE, DTYPE_BYTES, CATEGORIES,
                                      DDP_BUCKET_BYTES, grad_accum_bytes)
 
 # %% auto #0
-__all__ = ['AXIS_GROUPS', 'FP32_TFLOPS', 'FP32_RATIO_ASSUMED', 'FP8_TFLOPS', 'EFFICIENCY', 'EFFICIENCY_MBRIDGE',
-           'ATTENTION_KERNELS', 'FA2_ON_HOPPER', 'SM90_PLUS', 'HBM_EFFICIENCY', 'BUS_EFFICIENCY', 'ELEM_REPLICATED',
-           'CAUSAL_EXECUTED', 'OPS_PER_LAYER', 'KERNEL_GAP_S', 'OVERLAP_CONTENTION', 'TP_OVERLAP', 'MOE_HOST_S',
-           'SCORE_ELEMS', 'LOSS_BYTES', 'EAGER_REPLICATED', 'EAGER_BACKWARD', 'FP8_CAST_BYTES', 'COMM_AXES',
-           'peak_tflops', 'same_die', 'efficiency_for', 'attention_slowdown', 'tp_overlap_share',
-           'collectives_per_step']
+__all__ = ['AXIS_GROUPS', 'FP32_TFLOPS', 'FP32_RATIO_ASSUMED', 'FP8_TFLOPS', 'EFFICIENCY', 'ATTENTION_KERNELS', 'FA2_ON_HOPPER',
+           'SM90_PLUS', 'HBM_EFFICIENCY', 'BUS_EFFICIENCY', 'ELEM_REPLICATED', 'CAUSAL_EXECUTED', 'OPS_PER_LAYER',
+           'KERNEL_GAP_S', 'OVERLAP_CONTENTION', 'TP_OVERLAP', 'MOE_HOST_S', 'SCORE_ELEMS', 'LOSS_BYTES',
+           'EAGER_REPLICATED', 'EAGER_BACKWARD', 'FP8_CAST_BYTES', 'COMM_AXES', 'peak_tflops', 'device_family',
+           'efficiency_for', 'attention_slowdown', 'tp_overlap_share', 'collectives_per_step']
 
 # %% ../../nbs/10_cost/16_steptime.ipynb #43197a2d
 AXIS_GROUPS = {"tp": "tp", "cp": "cp", "dp": "dp-cp", "pp": "pp", "ep": "ep", "edp": "edp"}   # axis -> layout group its collectives use
@@ -100,26 +100,21 @@ def peak_tflops(chip, dtype: str = "bf16") -> tuple[float, str]:   # a `topology
     if chip.name in FP32_TFLOPS: return FP32_TFLOPS[chip.name], "datasheet fp32 (no TF32)"
     return chip.tflops_bf16 * FP32_RATIO_ASSUMED, f"assumed: 1/{round(1 / FP32_RATIO_ASSUMED)} of the bf16 peak"
 
-EFFICIENCY: dict[str, float] = {   # chip name -> matmul efficiency, fitted to published runs (`published`)
-    "H100 SXM": 0.62, "A100 80GB SXM": 0.68, "H100 96GB HBM2e (500 W)": 0.575, "B200 (GB200)": 0.62}
-EFFICIENCY_MBRIDGE: dict[str, float] = {   # fitted to the only published runs of the chip, Megatron-Bridge's (`mbridge.fit_gb300`)
-    "B300 (GB300)": 0.745}                 # at 1,400 W it sustains ~1.2x GB200's rate under the same datasheet peak
+EFFICIENCY: dict[str, float] = {   # device family (`device_family`) -> matmul efficiency: `accuracy.fit_constants` over every
+    "A100": 0.675, "H100": 0.635, "B200": 0.65, "B300": 0.775, "Ascend": 0.58}   # published source (`accuracy` checks they are its fit)
 
-def same_die(chip) -> list[str]:   # a `Chip` or its name
-    "Fitted chips on `chip`'s die: the one its `die` names, then those sharing its name's stem (\"B200 (DGX B200)\" -> [\"B200 (GB200)\"])."
-    name, die = (chip, "") if isinstance(chip, str) else (chip.name, chip.die)
-    fitted = (*EFFICIENCY, *EFFICIENCY_MBRIDGE)
-    return [k for k in fitted if k == die != name] + [k for k in fitted if k not in (name, die) and k.split(" (")[0] == name.split(" (")[0]]
+def device_family(chip) -> str:   # a `Chip`
+    "The family a chip's efficiency is fitted with: its die's first word, else its name's (H200 and the 500 W H100 are H100s)."
+    return (chip.die or chip.name).split()[0]
 
 def efficiency_for(chip, efficiency: float | None = None) -> tuple[float, str]:
-    "(efficiency, where it came from) for `chip`: the given value, the fitted one, the same die's, or the published table's mean."
+    "(efficiency, where it came from) for `chip`: the given value, its family's fitted one, or the fitted families' mean."
     if efficiency is not None:
         if not 0 < efficiency <= 1: raise ValueError(f"efficiency={efficiency} must be in (0, 1]")
         return float(efficiency), "given"
-    fitted = {**EFFICIENCY, **EFFICIENCY_MBRIDGE}
-    if chip.name in fitted: return fitted[chip.name], f"fitted to published runs ({chip.name})"
-    if same := same_die(chip): return fitted[same[0]], f"fitted to published runs of the same die ({same[0]})"
-    return float(np.mean(list(EFFICIENCY.values()))), f"uncalibrated: no published runs for {chip.name!r}; mean of fitted devices"
+    fam = device_family(chip)
+    if fam in EFFICIENCY: return EFFICIENCY[fam], f"fitted to published runs of the {fam} family"
+    return float(np.mean(list(EFFICIENCY.values()))), f"uncalibrated: no published runs for {chip.name!r}; mean of fitted families"
 
 ATTENTION_KERNELS = ("native", "fa2")
 FA2_ON_HOPPER = 1.65     # an FA2-class (sm80) kernel on Hopper+, in native kernels' time (FA3 vs FA2 on H100: 1.5-2.0x fwd, 1.5-1.75x bwd)
@@ -140,8 +135,9 @@ OPS_PER_LAYER = 24       # operators (kernels) of one layer's forward: ~12 fused
 KERNEL_GAP_S = 3e-6      # seconds a device idles between two dependent kernels (launch latency)
 OVERLAP_CONTENTION = 0.15  # a collective and the compute beside it on an accelerator each run 1/(1 + this) as fast: max + 0.15 × min
 TP_OVERLAP = {"te": 1.0,     # share of TP traffic each implementation pipelines with its matmuls: Transformer Engine's userbuffers
-              "torch": 0.5}  # (Megatron --tp-comm-overlap) all of it; torch's async TP what its paired runs measure (`published.fit_async_tp`)
-MOE_HOST_S = 6e-3        # s per MoE layer and micro-batch a dropless dispatch holds the device (host syncs on token counts): `published.fit_moe_host`
+              "torch": 0.45}  # (Megatron --tp-comm-overlap) all of it; torch's async TP what its paired runs measure (`accuracy.fit_constants`)
+MOE_HOST_S = 4e-3        # s per MoE layer and micro-batch a host-synced dispatch holds the device (the host waits on the token
+                         # counts, then issues the layer's kernels one by one): fitted, `accuracy.fit_constants`
 SCORE_ELEMS = 4.5        # without flash attention: elements read + written per attention score (fused softmax 2, dropout 2.5)
 LOSS_BYTES = {           # bytes per logit and micro-batch, forward and backward, by how the loss is written (each counted from its code):
     "megatron": 54.0,        # Megatron-core's vocabulary-parallel cross entropy, unfused (its default): bf16 out (2), fp32 upcast (2 + 4),
@@ -199,6 +195,27 @@ def _fp8_cast_bytes(model: ModelSpec, mbs, tp, cp, ep=1):
     cast, tr = FP8_CAST_BYTES
     return cast * (x + wt), cast * dy + tr * (x + dy + wt)
 
+# %% ../../nbs/10_cost/16_steptime.ipynb #moe0x16a
+def _moe_extra(model, C, Ls, rate, bw, o) -> tuple:
+    ("(forward, backward) seconds per micro-batch a stage's MoE layers spend beyond their FLOPs at the matmul rate "
+    "(`moecost`): the dispatcher's permutes and the router at HBM rates, the grouped GEMMs' weight bytes and padding, and "
+    "the fullest expert-parallel rank's extra tokens. None with a machine profile (its per-operator costs hold them).")
+    if not model.is_moe or o["profile"] is not None: return 0.0, 0.0
+    T, tp, ep, n = np.asarray(C["mbs"]) * model.seq_len / np.asarray(C["cp"]), C["tp"], C["ep"], Ls * model.moe_share
+    p_f, p_b = moe_hbm_bytes(model, T / tp, 2.0)
+    g_f, g_b = expert_gemm_s(model, T, ep, tp, rate, bw, 2.0)
+    imb = imbalance_s(model, T, ep, tp, rate)
+    return n * (p_f / bw + g_f + imb / 3), n * (p_b / bw + g_b + 2 * imb / 3)
+
+def _dispatch(model, a2a, g, o):
+    ("Seconds of one of an MoE layer's token exchanges on the ep groups `g` (link dict): pairwise, or DeepEP's "
+    "(`ep_dispatch` 'deepep': each token across to each remote domain once) where the group leaves the scale-up domain.")
+    dedup = (o.get("ep_dispatch") == "deepep") & (g["level"] >= o.get("scaleup", 1))
+    b = np.where(g["level"] > 0, g["k"], g["n"])           # ranks of the group sharing its inner level
+    return np.where(np.asarray(a2a) > 0, dispatch_s(a2a, g["n"], b, g["bw_in"] * BUS_EFFICIENCY * 1e9, g["lat_in"],
+                                                     g["bw_out"] * BUS_EFFICIENCY * 1e9, g["lat_out"], max(model.top_k, 1), dedup), 0.0)
+
+
 # %% ../../nbs/10_cost/16_steptime.ipynb #af8472f1
 def _compute(model, C, c, mem, rate, hbm_GBps, o):
     "Seconds per micro-batch on the slowest stage: total, forward, backward, and the matmul share (for overlap)."
@@ -229,9 +246,10 @@ def _compute(model, C, c, mem, rate, hbm_GBps, o):
     hold = Ls * model.moe_share * o.get("moe_host_s", MOE_HOST_S) * (model.is_moe and o.get("engine") == "megatron")   # host-bound MoE dispatch
     acc = 0.0 if o["profile"] is not None else o.get("gacc", 0.0) * np.where(C["zero"] >= 2, mem["Pd"] / mem["D"] + mem["Pe"] / mem["edp"], mem["Pd"] + mem["Pe"]) / bw * (1 - 1 / np.maximum(mem["m"], 1))   # accumulating gradients
     m_f, m_b = (0.0, 0.0) if o["profile"] is not None or not o.get("cp_merge", True) else (Ls * x / bw for x in _cp_merge_bytes(model, mbs, tp, cp, w))
+    x_f, x_b = _moe_extra(model, C, Ls, rate, bw, o)         # MoE: permutes, router, grouped GEMMs' bytes, the fullest rank
     t_mb = (t_mm + Ls * e_pass * (1 + (1 if o.get("fused", True) else EAGER_BACKWARD) + (rc == 2)) + t_logits + c_f * (1 + (rc == 2)) + c_b
-            + hold + m_f * (1 + (rc == 2)) + m_b + acc)
-    t_fwd = t_mm * fwd_f / mb_f + Ls * e_pass + t_logits / 2 + c_f + hold / 3 + m_f
+            + hold + m_f * (1 + (rc == 2)) + m_b + acc + x_f * (1 + (rc == 2)) + x_b)
+    t_fwd = t_mm * fwd_f / mb_f + Ls * e_pass + t_logits / 2 + c_f + hold / 3 + m_f + x_f
     return dict(t_mb=t_mb, t_fwd=t_fwd, t_bwd=t_mb - t_fwd, t_mm=t_mm, t_core=t_core, t_step=t_core / cp + t_ring)   # t_step: a ring step
 
 # %% ../../nbs/10_cost/16_steptime.ipynb #6cb56de7
@@ -305,7 +323,8 @@ def _comm(model, C, mem, links, t, o):
                           [tail(ar, t["t_bwd"]), z1, (tail(rs2, t["t_bwd"], 1 / nd, qh, qa) + (m - 1) * tail(rs2, t["t_mb"], 1 / nd, qh, qa) + qa * ag2 if eng else m * tail(rs2, t["t_bwd"], last) + hid(ag2, t["t_fwd"]))],
                           m * (hid(ag3, t["t_fwd"]) + hid(ag3 * (1 + (rc == 2) * o.get("regather", True)) + (not pr) * rs3, t["t_bwd"]) + pr * ((m - 1) * hid(qa * rs3, t["t_mb"], qh) + hid(qa * rs3, t["t_bwd"], qh)) / m))
     counts = ct("all_to_all", 8.0 * max(model.experts, 1), "ep")          # each forward first swaps its per-expert token counts
-    out["ep"] = np.where((ep > 1) & model.is_moe, m * Ls * model.moe_share * ((4 + 2 * (rc == 2)) * ct("ep_dispatch", a2a, "ep")   # a profile adds its
+    swap = ct("ep_dispatch", a2a, "ep") if o["profile"] is not None else _dispatch(model, a2a, links["ep"], o)
+    out["ep"] = np.where((ep > 1) & model.is_moe, m * Ls * model.moe_share * ((4 + 2 * (rc == 2)) * swap   # a profile adds its
                                                              + (1 + (rc == 2)) * counts), 0)                    # measured imbalance
     if o.get("ep_overlap") and o["profile"] is None:   # each micro-batch's exchanges beside another's compute (Megatron's batch-level
         out["ep"] = np.where(m >= 2, X(out["ep"], (m - 1) * t["t_mb"]), out["ep"])   # overlap, DualPipe): one needs a second in flight
@@ -332,7 +351,8 @@ def collectives_per_step(model: ModelSpec, cfg: ParallelConfig) -> dict:
 
 def _costs(model: ModelSpec, C: dict, topo: Topology, links: dict, efficiency, dp_overlap: float = 1.0, allow_uneven: bool = False, *,
            dtype: str = "bf16", profile=None, tp_overlap=False, flash=True, fused=True, selective_mm=0.0, zero3_regather=True,
-           moe_host_s=None, cp_merge=True, zero3_flat=False, attention="native", contention=None, loss="megatron", ep_overlap=False, grad_accum="fused") -> dict:
+           moe_host_s=None, cp_merge=True, zero3_flat=False, attention="native", contention=None, loss="megatron", ep_overlap=False, grad_accum="fused",
+           ep_dispatch="alltoall") -> dict:
     "Memory (first and last stage, by category) and step time (by part) of the configurations in columns `C`."
     if loss not in LOSS_BYTES: raise ValueError(f"loss {loss!r} unknown; use one of {', '.join(LOSS_BYTES)}")
     if dtype == "fp8" and profile is not None: raise ValueError(f"dtype fp8: machine profile {getattr(profile, 'name', '')!r} measured no float8 matmuls; "
@@ -349,7 +369,7 @@ def _costs(model: ModelSpec, C: dict, topo: Topology, links: dict, efficiency, d
     qh = hide if profile is None else np.clip(1 - _vec(lambda r: profile.queued(int(r)))(rph) / qa, 0, 1)   # queued time, what compute hides
     o = dict(dp_overlap=dp_overlap, hide=hide, qhide=qh, qalone=qa, tp_share=tp_overlap_share(tp_overlap), ep_overlap=ep_overlap, profile=profile, dtype=dtype, rph=rph, flash=flash, fused=fused,
              selective_mm=selective_mm, regather=zero3_regather, engine=engine, moe_host_s=MOE_HOST_S if moe_host_s is None else moe_host_s, cp_merge=cp_merge,
-             zero3_flat=zero3_flat, loss_bytes=LOSS_BYTES[loss], gacc=grad_accum_bytes(grad_accum, w), attn_slow=attention_slowdown(topo.chip, attention) if profile is None else 1.0,
+             zero3_flat=zero3_flat, ep_dispatch=ep_dispatch, loss_bytes=LOSS_BYTES[loss], gacc=grad_accum_bytes(grad_accum, w), attn_slow=attention_slowdown(topo.chip, attention) if profile is None else 1.0,
              bucket=ENGINE_BUCKET_BYTES if engine == "supernode_nb" else DDP_BUCKET_BYTES,
              levels=[l.name for l in topo.levels], scaleup=sum(l.scope != "cluster" for l in topo.levels), contention=(OVERLAP_CONTENTION
              if profile is None else 0.0) if contention is None else contention)   # a profile measures its own overlap
