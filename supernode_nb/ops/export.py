@@ -23,8 +23,8 @@ from ..cost.frameworks import behaviours, resolve_framework
 # %% auto #0
 __all__ = ['FRAMEWORKS', 'FLAG_FILES', 'RECOMPUTE_METHODS', 'PROFILES', 'MEGATRON_ORDERS', 'TITAN_CONFIGS', 'TITAN_FALLBACK',
            'TITAN_SCHEDULES', 'TITAN_ORDER', 'TITAN_AC', 'ENTRY', 'Flag', 'flag_table', 'flag_sources', 'parse_flags',
-           'Knobs', 'profile_knobs', 'megatron_rows', 'rows_argv', 'titan_rows', 'ifname_env', 'node_launch', 'Export',
-           'export', 'megatron_args', 'megatron_args_dump', 'cli_export']
+           'Knobs', 'profile_knobs', 'megatron_rows', 'rows_argv', 'titan_rows', 'ifname_env', 'node_launch',
+           'framework_env', 'Export', 'export', 'megatron_args', 'megatron_args_dump', 'cli_export']
 
 # %% ../../nbs/50_ops/56_export.ipynb #6cc5e56d
 FRAMEWORKS = ("megatron", "mindspeed", "torchtitan")
@@ -297,7 +297,15 @@ def node_launch(P: Placement) -> tuple[list[dict], list[str]]:
     if len(bad) > 1: bad = [bad[0] + f" (and {len(bad) - 1} more nodes): the placement cannot be launched as placed"]
     return out, bad
 
-# %% ../../nbs/50_ops/56_export.ipynb #0107b8ea
+# %% ../../nbs/50_ops/56_export.ipynb #949908e6
+def framework_env(to: str, c: ParallelConfig, k: Knobs) -> tuple[dict[str, str], list[str]]:
+    "Environment `to`'s own start-up checks ask of every node for `c`; and why."
+    if to == "torchtitan" or not (c.tp > 1 or c.cp > 1) or k.ep_overlap: return {}, []
+    if to == "megatron" and c.zero >= 2: return {}, []     # Megatron-FSDP asserts CUDA_DEVICE_MAX_CONNECTIONS != 1
+    return {"CUDA_DEVICE_MAX_CONNECTIONS": "1"}, ["CUDA_DEVICE_MAX_CONNECTIONS=1: Megatron-LM's validate_args asserts it with tp or cp > 1 "
+                                                  "before Blackwell (megatron/training/arguments.py, core_v0.16.1)"]
+
+# %% ../../nbs/50_ops/56_export.ipynb #8d1b7f85
 ENTRY = {"megatron": "pretrain_gpt.py", "mindspeed": "pretrain_gpt.py", "torchtitan": "-m torchtitan.train"}
 
 @dataclass
@@ -329,7 +337,7 @@ class Export:
                 "values": self.values(), "nodes": [dict(n, command=self.command(n)) for n in self.nodes], "hostfile": self.hostfile,
                 "unsupported": self.unsupported, "notes": self.notes, "sources": self.sources}
 
-# %% ../../nbs/50_ops/56_export.ipynb #5f50818d
+# %% ../../nbs/50_ops/56_export.ipynb #7c551e55
 def _arg_lines(e: Export) -> list[str]:
     value = lambda v: "" if v is None else f" {shlex.quote(str(v))}"
     return ["ARGS=("] + [f"  {flag}{value(v)}   # {what}" for what, flag, v in e.rows] + [")"]
@@ -359,7 +367,7 @@ def script(e: Export, node_rank: int | None = None) -> str:
     for n in e.nodes: out += [f"  {n['node_rank']})"] + _node_lines(e, n, "    ") + ["    ;;"]
     return "\n".join(out + ['  *) echo "NODE_RANK=$NODE_RANK: not one of 0..' f'{len(e.nodes) - 1}" >&2; exit 2;;', "esac"]) + "\n"
 
-# %% ../../nbs/50_ops/56_export.ipynb #034cd215
+# %% ../../nbs/50_ops/56_export.ipynb #57000a4d
 @patch
 def files(self: Export) -> dict[str, str]:
     "What `--out DIR` writes: launch.sh (every node), node<rank>.sh each, the hostfile and export.json."
@@ -377,7 +385,7 @@ def write(self: Export, out) -> list[str]:
     p.parent.mkdir(parents=True, exist_ok=True); p.write_text(self.script())
     return [str(p)]
 
-# %% ../../nbs/50_ops/56_export.ipynb #3e76b648
+# %% ../../nbs/50_ops/56_export.ipynb #7e3be788
 def _notes(to: str, c: ParallelConfig, k: Knobs, beh: dict) -> list[str]:
     n = [f"overlap as the {beh['profile']} profile prices it (supernode_nb.cost.frameworks; estimate --framework {beh['profile']}): "
          f"gradient reduce {'on' if k.overlap_grad_reduce else 'off'}" + (f"; {beh['cite']}" if beh["cite"] else "")]
@@ -398,7 +406,7 @@ def _check_knobs(m: ModelSpec, c: ParallelConfig, k: Knobs) -> list[str]:
         e.append(f"etp={k.etp} must divide ffn_hidden={m.ffn_hidden} and, × ep({c.ep}), tp × cp × dp = {c.tp * c.cp * c.dp}")
     return e
 
-# %% ../../nbs/50_ops/56_export.ipynb #a6b16914
+# %% ../../nbs/50_ops/56_export.ipynb #226588ab
 def export(model: ModelSpec,                 # the model
            cfg: ParallelConfig,              # its layout
            to: str,                          # megatron, mindspeed or torchtitan
@@ -416,13 +424,15 @@ def export(model: ModelSpec,                 # the model
         raise ConfigError([f"placement of {P.layout.world_size} ranks for a layout of {cfg.world_size}"])
     rows, bad = titan_rows(model, cfg, knobs) if to == "torchtitan" else megatron_rows(model, cfg, knobs, mindspeed=to == "mindspeed")
     nodes, bad_nodes = node_launch(P)
+    env, why = framework_env(to, cfg, knobs)
+    for n in nodes: n["env"] = {**env, **n["env"]}
     sources = flag_sources(to)[1:-1] if to in FLAG_FILES else ["torchtitan 0.3.0's ConfigManager (tests/test_export.py parses them)"]
     return Export(framework=to, model=model.to_dict(), config=cfg.to_dict(), topology=P.topology.name, rows=rows, nodes=nodes,
                   hostfile="".join(f"{n['host']} slots={n['nproc']}\n" for n in nodes), entry=knobs.script or ENTRY[to],
                   master_port=knobs.master_port, unsupported=bad + bad_nodes,
-                  notes=_notes(to, cfg, knobs, beh), sources=sources)
+                  notes=why + _notes(to, cfg, knobs, beh), sources=sources)
 
-# %% ../../nbs/50_ops/56_export.ipynb #90e83d3c
+# %% ../../nbs/50_ops/56_export.ipynb #391637ad
 def _default(text: str):
     try: return ast.literal_eval(text)
     except (ValueError, SyntaxError): return text
@@ -445,7 +455,7 @@ def megatron_args_dump(e: Export, title: str = "arguments") -> str:
     return "\n".join([f"------------------------ {title} ------------------------", *lines,
                       f"-------------------- end of {title} ---------------------"]) + "\n"
 
-# %% ../../nbs/50_ops/56_export.ipynb #e3052502
+# %% ../../nbs/50_ops/56_export.ipynb #3f47f154
 _PROG = "supernode-nb export"
 
 def _export_parser() -> Parser:
@@ -474,7 +484,7 @@ def _export_parser() -> Parser:
     p.add_argument("--json", action="store_true")
     return p
 
-# %% ../../nbs/50_ops/56_export.ipynb #63c56212
+# %% ../../nbs/50_ops/56_export.ipynb #59bc576c
 def _given(argv: list[str], flag: str) -> bool: return any(x == flag or x.startswith(flag + "=") for x in argv)
 
 def _from_args(a, argv: list[str]) -> tuple[ModelSpec, ParallelConfig, str]:
