@@ -47,7 +47,7 @@ def test_cli_end_to_end(tmp_path):
     assert rows[("predicted vs measured", "step_s")][f"#{rid}"] == pytest.approx(0.12)
     r = _cli("rerun", str(rid), "--dry-run", home=tmp_path)
     assert (
-        r.stdout.strip() == "supernode-nb run --model tiny-gpt --tp 2 --dp 2 --global-batch 2 --steps 2 --seed 1"
+        r.stdout.strip() == "supernode-nb run --model tiny-gpt --tp 2 --dp 2 --global-batch-size 2 --steps 2 --seed 1"
     )  # its batch, not the flags' 8
     r = _cli("show", "999", home=tmp_path)
     assert r.returncode == 1 and "no run with id 999" in r.stderr and len(r.stderr.strip().splitlines()) == 1

@@ -97,9 +97,8 @@ def test_prediction_follows_the_measured_figures(prof):
 
 
 def test_calibration_is_measured_and_saved(prof, tmp_path, capsys):
-    assert prof.kind == "cpu" and prof.matmul_tflops["fp32"] > 0 and prof.op_s > 0 and 0 < prof.shares["2"] <= 1
-    assert prof.region_s >= 0 and prof.recompute_op_s >= 0 and prof.penalty_s["2"] >= 0 and 0 <= prof.overlap["2"] <= 1
-    assert 0 <= prof.queue["2"] <= 1.5 and 0.1 <= prof.queue_alone["2"] <= 1.5     # queued reduce-scatters: exposed, alone
+    assert prof.kind == "cpu" and prof.matmul_tflops["fp32"] > 0 and prof.op_s > 0   # (the figures' clamps are not checked here)
+    assert set(prof.shares) == set(prof.penalty_s) == set(prof.overlap) == set(prof.queue) == set(prof.queue_alone) == {"2"}
     # recompute costs something beyond its FLOPs: per region, per re-run operator, or both. The split is a difference of
     # two noisy timings (one CI run measured region_s 0.0, clipped at zero); their sum, a few ms, stands above the noise
     assert prof.region_s + prof.recompute_op_s > 0, prof.detail
@@ -108,18 +107,27 @@ def test_calibration_is_measured_and_saved(prof, tmp_path, capsys):
     assert all(bw > 0 and lat >= 0 and call >= 0 for bw, lat, call in fits.values())   # gloo: a cost per call besides α–β
     assert prof.backend == "gloo"
     w2 = prof.detail["waits"]["2"]                                                       # a supervised tp 2 step's waits, measured
-    assert min(w2["measured_s"]) > 0 and w2["priced_s"] > 0
-    assert prof.waits["2"] == round(min(3.0, max(0.5, w2["measured_s"][0] / w2["priced_s"])), 3)   # one run (quick): its ratio
-    # the compute phase the sync wait was measured after (20 ms asked), as it ran: the profile keeps it as on an idle host, so
-    # scaled by what other work left the two ranks (`_to_idle`; one CI run, a browser test winding down beside it, kept 9 ms)
-    f = left_by(prof.devices, prof.detail["background_cores"].get("2", 0.0), 2)
-    assert 0.01 < prof.skew_phase_s["2"] / f < 0.2, (prof.skew_phase_s, prof.detail["background_cores"])
+    assert min(w2["measured_s"]) > 0 and w2["priced_s"] > 0 and set(prof.waits) == {"2"}   # (the ratio: test_wait_ratio)
+    assert prof.skew_phase_s["2"] > 0    # the phase as run (how much of the 20 ms asked depends on the host's load)
     coll = [r for r in prof.detail["link_rows"] if r["op"] != "handoff"]              # each collective's CPU while it ran,
     assert coll and all("cpu" in r for r in coll)                                        # pooled by time into the world's figure
     assert set(prof.comm_cpu) == {"2"} and abs(prof.comm_cpu["2"] - comm_cpu(coll)) < 1e-3
     assert cli_calibrate(["--quick", "--worlds", "2", "--name", "saved", "--archive", str(tmp_path / "a.sqlite"), "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["saved"] and find_profile("local", path=tmp_path / "a.sqlite").name == "saved"
+
+
+def test_wait_ratio(prof, monkeypatch):
+    "A supervised step's tp waits over their price, from stand-in runs whose waits are known multiples of it (kept in ×0.5–3)."
+    import supernode_nb.runtime.probes as probes
+    from supernode_nb.runtime.calibrate import WAIT_PROBES, _supervised_waits
+    from supernode_nb.cost.costmodel import estimate
+    priced = estimate(TINY, P(**WAIT_PROBES[2]), "local", profile=dataclasses.replace(prof, waits={}), advise=False)
+    priced = priced.breakdown["comm_s"]["tp"]
+    for k, want in ((2.0, 2.0), (1.25, 1.25), (10.0, 3.0), (0.1, 0.5)):
+        monkeypatch.setattr(probes, "measure", lambda m, cfg, k=k, **kw: {"comm_s": {"tp": k * priced}})
+        got = _supervised_waits(TINY, prof, [2], runs=1)
+        assert got["waits"] == {"2": want} and got["detail"]["2"]["priced_s"] == pytest.approx(priced), (k, got)
 
 
 def test_parts_line_up_with_a_real_run(prof):
@@ -178,7 +186,7 @@ def test_run_is_priced_and_the_pair_kept(prof, tmp_path):
     cli = lambda *a: subprocess.run(
         [str(Path(sys.executable).parent / "supernode-nb"), *a], capture_output=True, text=True, env=env, timeout=240
     )
-    runs = [cli("run", "--world", "2", "--dp", "2", "--steps", "3") for _ in range(2)]
+    runs = [cli("run", "--world-size", "2", "--dp", "2", "--steps", "3") for _ in range(2)]
     for r in runs: assert r.returncode == 0, r.stderr
     first, second = (r.stdout.splitlines()[-2:] for r in runs)
     assert first[0].startswith("estimate: ") and "comm dp" in first[0] and first[0].endswith("costmodel.estimate, profile pricing")
@@ -187,7 +195,7 @@ def test_run_is_priced_and_the_pair_kept(prof, tmp_path):
     pairs = Archive(tmp_path / "archive.sqlite").accuracy_pairs("pricing")
     assert [p["layout"] for p in pairs] == ["dp2", "dp2"] and all(p["predicted_s"] > 0 and p["measured_s"] > 0 for p in pairs)
     assert f"estimate {pairs[0]['error_pct']:+.0f} %" in first[1]      # the error printed is the one the archive keeps
-    j = json.loads(cli("run", "--world", "2", "--tp", "2", "--steps", "2", "--json").stdout)
+    j = json.loads(cli("run", "--world-size", "2", "--tp", "2", "--steps", "2", "--json").stdout)
     assert j["estimate"]["profile"] == "pricing" and j["expected_error"]["n"] == 2 and j["estimate_error_pct"] is not None
     bad = cli("run", "--profile", "nosuch", "--steps", "2")
     assert bad.returncode == 1 and "--profile nosuch: profile 'nosuch' not found" in bad.stderr and "step 1/2" not in bad.stderr
@@ -195,7 +203,7 @@ def test_run_is_priced_and_the_pair_kept(prof, tmp_path):
     assert len(Archive(tmp_path / "archive.sqlite").list_runs(kind="run")) == 3   # the refused run never started
     # the newest profile cannot price (no matmul rate): without --profile the run goes ahead unpriced, and says so
     Archive(tmp_path / "archive.sqlite").save_profile(dataclasses.replace(prof, name="broken", matmul_tflops={}))
-    unpriced = cli("run", "--world", "2", "--dp", "2", "--steps", "2")
+    unpriced = cli("run", "--world-size", "2", "--dp", "2", "--steps", "2")
     assert unpriced.returncode == 0 and "warning: not priced" in unpriced.stderr and "has no matmul rate" in unpriced.stderr, (
         unpriced.stderr
     )

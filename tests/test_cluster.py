@@ -168,11 +168,11 @@ def test_missing_rank_at_start_then_hung_rank_caught_by_timeout():
 
 
 def test_cli_precheck_exit_status(capsys):
-    assert cli_precheck(["--world", "4", "--tp", "2", "--dp", "2", "--timeout", "3", "--block-rank", "2", "--json"]) == 1
+    assert cli_precheck(["--world-size", "4", "--tp", "2", "--dp", "2", "--timeout", "3", "--block-rank", "2", "--json"]) == 1
     d = json.loads(capsys.readouterr().out)
     assert d["ok"] is False and d["missing"] == [2]
     assert [x["b"] for x in d["axes"]["tp"]["down"]] == [3] and [x["a"] for x in d["axes"]["tp"]["down"]] == [2]
-    r = subprocess.run([sys.executable, "-m", "supernode_nb.cli", "precheck", "--world", "2", "--tp", "2", "--timeout", "3", "--json"],
+    r = subprocess.run([sys.executable, "-m", "supernode_nb.cli", "precheck", "--world-size", "2", "--tp", "2", "--timeout", "3", "--json"],
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     d = json.loads(r.stdout)

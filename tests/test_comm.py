@@ -88,7 +88,7 @@ def test_all_to_all_bad_splits_is_a_clear_error():
 
 
 def test_comm_bench_cli_json():
-    out = subprocess.run([sys.executable, "-m", "supernode_nb.cli", "comm-bench", "--world", "2", "--sizes", "1K,64K",
+    out = subprocess.run([sys.executable, "-m", "supernode_nb.cli", "comm-bench", "--world-size", "2", "--sizes", "1K,64K",
                           "--iters", "2", "--json"], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     rows = json.loads(out.stdout)
@@ -97,6 +97,6 @@ def test_comm_bench_cli_json():
 
 
 def test_comm_bench_cli_bad_args_one_line():
-    out = subprocess.run([sys.executable, "-m", "supernode_nb.cli", "comm-bench", "--world", "x"],
+    out = subprocess.run([sys.executable, "-m", "supernode_nb.cli", "comm-bench", "--world-size", "x"],
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1, out.stderr

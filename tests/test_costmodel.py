@@ -14,7 +14,7 @@ from procs import cli
 
 def test_estimate_preset_json_keys():
     r = cli("estimate", "--model", "gpt3-175b", "--topology", "dgx-a100-superpod", "--tp", "8", "--pp", "8", "--dp", "16",
-            "--global-batch", "1536", "--recompute", "full", "--json")
+            "--global-batch-size", "1536", "--recompute", "full", "--json")
     assert r.returncode == 0, r.stderr
     d = json.loads(r.stdout)
     for k in ("step_time_s", "tflops_per_device", "mfu", "tokens_per_s", "breakdown", "memory_per_device_bytes",
@@ -28,7 +28,7 @@ def test_estimate_preset_json_keys():
 
 
 def test_estimate_explicit_dims_equal_preset():
-    base = ["--topology", "dgx-a100-superpod", "--tp", "8", "--pp", "8", "--dp", "16", "--global-batch", "1536", "--json"]
+    base = ["--topology", "dgx-a100-superpod", "--tp", "8", "--pp", "8", "--dp", "16", "--global-batch-size", "1536", "--json"]
     a = json.loads(cli("estimate", "--model", "gpt3-175b", *base).stdout)
     b = cli("estimate", "--layers", "96", "--hidden", "12288", "--heads", "96", "--seq", "2048", "--vocab", "51200", *base)
     assert b.returncode == 0, b.stderr
@@ -39,7 +39,7 @@ def test_estimate_explicit_dims_equal_preset():
 
 def test_estimate_oom_names_cause_and_fix():
     r = cli("estimate", "--model", "gpt3-175b", "--topology", "dgx-a100-superpod", "--tp", "8", "--pp", "8", "--dp", "16",
-            "--global-batch", "1536", "--micro-batch", "4", "--json")
+            "--global-batch-size", "1536", "--micro-batch-size", "4", "--json")
     d = json.loads(r.stdout)
     assert r.returncode == 0 and d["oom"] is True and d["fits"] is False
     assert d["advice"][0].startswith("out of memory:") and "biggest: activations" in d["advice"][0]
@@ -61,8 +61,8 @@ def test_estimate_world_too_big_for_topology_is_sized_not_refused():
 
 @pytest.mark.parametrize("args", [
     ("estimate", "--model", "gpt5"), ("estimate", "--topology", "moon"), ("estimate", "--tp", "x"),
-    ("estimate", "--efficiency", "3"), ("plan", "--model", "llama3-70b"), ("plan", "--global-batch", "0"),
-    ("plan", "--global-batch", "8", "--topology", "moon"), ("plan", "--global-batch", "8", "--model", "nope"),
+    ("estimate", "--efficiency", "3"), ("plan", "--model", "llama3-70b"), ("plan", "--global-batch-size", "0"),
+    ("plan", "--global-batch-size", "8", "--topology", "moon"), ("plan", "--global-batch-size", "8", "--model", "nope"),
 ])
 def test_bad_arguments_one_line_exit_2(args):
     r = cli(*args)
@@ -71,7 +71,7 @@ def test_bad_arguments_one_line_exit_2(args):
 
 
 def test_plan_json_and_best_matches_estimate():
-    r = cli("plan", "--model", "llama3-70b", "--topology", "cloudmatrix384", "--global-batch", "1024", "--top", "10", "--json")
+    r = cli("plan", "--model", "llama3-70b", "--topology", "cloudmatrix384", "--global-batch-size", "1024", "--top", "10", "--json")
     assert r.returncode == 0, r.stderr
     d = json.loads(r.stdout)
     for k in ("best", "top", "rejected", "families", "pareto", "searched", "valid", "fitting", "elapsed_s"):
@@ -84,7 +84,7 @@ def test_plan_json_and_best_matches_estimate():
 
 
 def test_plan_nothing_fits_exit_1_with_reasons():
-    r = cli("plan", "--model", "llama3-405b", "--topology", "dgx-h100-superpod", "--devices", "8", "--global-batch", "16", "--json")
+    r = cli("plan", "--model", "llama3-405b", "--topology", "dgx-h100-superpod", "--devices", "8", "--global-batch-size", "16", "--json")
     assert r.returncode == 1
     d = json.loads(r.stdout)
     assert d["best"] is None and d["fitting"] == 0 and d["families"]
@@ -116,18 +116,18 @@ def test_estimate_zero3_exposes_what_compute_cannot_hide():
     "ZeRO-3 gathers the whole model per micro-batch at any dp: 1k-token micro-batches cannot hide it once dp leaves the"
     "node (exposed dp time, TFLOP/s per GPU falls); micro-batches of 8 sequences can, but for the contention of the two."
     base = ["--model", "llama3-8b", "--seq", "1024", "--topology", "dgx-h100-superpod", "--zero", "3", "--json"]
-    ds = [json.loads(cli("estimate", "--dp", str(n), "--global-batch", "256", *base).stdout) for n in (8, 64, 256)]
+    ds = [json.loads(cli("estimate", "--dp", str(n), "--global-batch-size", "256", *base).stdout) for n in (8, 64, 256)]
     assert ds[-1]["breakdown"]["comm_s"]["dp"] > 0
     assert ds[0]["tflops_per_device"] > ds[1]["tflops_per_device"] > ds[2]["tflops_per_device"]
     for d in ds: assert d["hfu"] >= d["mfu"] > 0 and d["profile"].startswith("none") and d["dtype"] == "bf16"
-    big = json.loads(cli("estimate", "--dp", "256", "--global-batch", "2048", "--micro-batch", "8", *base).stdout)
+    big = json.loads(cli("estimate", "--dp", "256", "--global-batch-size", "2048", "--micro-batch-size", "8", *base).stdout)
     from supernode_nb.cost.steptime import OVERLAP_CONTENTION
     assert 0 < big["breakdown"]["comm_s"]["dp"] <= OVERLAP_CONTENTION * big["breakdown"]["compute_s"]
     assert big["tflops_per_device"] > 2 * ds[-1]["tflops_per_device"]
 
 
 def test_estimate_dtype_fp32_priced_at_fp32_peak():
-    base = ["--model", "gpt3-175b", "--topology", "dgx-a100-superpod", "--tp", "8", "--pp", "8", "--dp", "16", "--global-batch", "1536",
+    base = ["--model", "gpt3-175b", "--topology", "dgx-a100-superpod", "--tp", "8", "--pp", "8", "--dp", "16", "--global-batch-size", "1536",
             "--recompute", "full", "--json"]
     b, f = (json.loads(cli("estimate", *base, *x).stdout) for x in ([], ["--dtype", "fp32"]))
     assert (b["dtype"], b["peak_tflops"], f["dtype"], f["peak_tflops"]) == ("bf16", 312.0, "fp32", 19.5)
@@ -147,6 +147,6 @@ def test_plan_marks_runnable_and_filters(monkeypatch):
     assert all((r["config"]["cp"] > 1 or r["config"]["zero"] > 1) == (not r["runnable"]) for r in p.top)
     q = plan(m, "dgx-h100-superpod", 1024, top=30, runnable_only=True)
     assert q.top and all(r["runnable"] and r["config"]["cp"] == 1 and r["config"]["zero"] <= 1 for r in q.top)
-    r = cli("plan", "--model", "llama3-70b", "--topology", "dgx-h100-superpod", "--global-batch", "1024", "--runnable", "--json")
+    r = cli("plan", "--model", "llama3-70b", "--topology", "dgx-h100-superpod", "--global-batch-size", "1024", "--runnable", "--json")
     assert r.returncode == 0, r.stderr
     assert all(x["runnable"] for x in json.loads(r.stdout)["top"])

@@ -36,7 +36,7 @@ def test_every_step_is_printed_and_drawn(demo):
 def test_choose_matches_plan_json(demo):
     S = demo["summary"]
     for c in S["choose"]:
-        args = ("plan", "--model", "llama3-70b", "--topology", c["topology"], "--global-batch", "512", "--top", "3", "--json")
+        args = ("plan", "--model", "llama3-70b", "--topology", c["topology"], "--global-batch-size", "512", "--top", "3", "--json")
         off = {**demo["env"], "SUPERNODE_NB_ARCHIVE": "off"}
         plan, runnable = json.loads(cli(*args, env=off)), json.loads(cli(*args, "--runnable", env=off))
         assert c["top"] == runnable["top"] and c["rejected"] == plan["rejected"] and c["fastest"] == plan["top"][0]

@@ -35,11 +35,24 @@ def test_cli_doctor_json_and_exit_status():
     assert checks[("communication", "collectives")]["data"]["busbw_GBps"][str(1 << 20)] > 0
     assert checks[("framework", "strategy")]["verdict"] == "ok" and checks[("network", "binding")]["verdict"] == "skipped"
     fails = [c for c in d["checks"] if c["verdict"] == "fail"]
-    assert r.returncode == (1 if fails else 0) and all(c["next"] for c in fails), (r.stderr, fails)
+    assert all(c["next"] for c in fails), fails   # the exit status itself: test_cli_doctor_exit_status (this host's load may warn or fail)
     assert d["args"]["world"] == 2 and set(d["layers"]) == set(LAYERS)
-    r = subprocess.run([sys.executable, "-m", "supernode_nb.cli", "doctor", "--quick", "--world", "4", "--tp", "3", "--dp", "2"],
+    r = subprocess.run([sys.executable, "-m", "supernode_nb.cli", "doctor", "--quick", "--world-size", "4", "--tp", "3", "--dp", "2"],
                        capture_output=True, text=True, env=env, timeout=300)
     assert r.returncode == 1 and "tp(3) × cp(1) × dp(2) × pp(1) = 6 ≠ world size 4" in r.stdout
+
+
+def test_cli_doctor_exit_status(monkeypatch, capsys):
+    "1 exactly when a check fails (a warning or a skip is not a failure), with checks whose verdicts are known."
+    import supernode_nb.ops.doctor as dg
+    from supernode_nb.ops.report import Check
+    ok = lambda ctx: [Check("model", "known good", verdict="ok", detail="fine")]
+    warn = lambda ctx: [Check("scheduling", "known busy", verdict="warn", detail="busy", next="wait")]
+    bad = lambda ctx: [Check("physical", "known broken", verdict="fail", detail="broken", next="fix it")]
+    for checks, status in (([ok], 0), ([ok, warn], 0), ([ok, bad], 1), ([bad, warn], 1)):
+        monkeypatch.setattr(dg, "CHECKS", checks)
+        assert dg.cli_doctor(["--quick", "--json"]) == status, [f.__name__ for f in checks]
+        assert json.loads(capsys.readouterr().out)["verdict"] == ("fail" if status else ("warn" if warn in checks else "ok"))
 
 
 def test_cli_doctor_flags_a_misbound_plane_and_a_slow_link(tmp_path):
@@ -47,7 +60,7 @@ def test_cli_doctor_flags_a_misbound_plane_and_a_slow_link(tmp_path):
     cb = tmp_path / "cb.json"
     cb.write_text(json.dumps([{"op": "all_reduce", "bytes": 16 << 20, "group_size": 2, "time_s": 1.6, "algbw_gbps": 0.01,
                                "busbw_gbps": 0.01}]))
-    r = subprocess.run([sys.executable, "-m", "supernode_nb.cli", "doctor", "--quick", "--json", "--world", "2",
+    r = subprocess.run([sys.executable, "-m", "supernode_nb.cli", "doctor", "--quick", "--json", "--world-size", "2",
                         "--binding", "parameter=eth0", "--commbench", str(cb)], capture_output=True, text=True, timeout=300)
     d = json.loads(r.stdout)
     net = {c["name"]: c for c in d["checks"] if c["layer"] == "network"}

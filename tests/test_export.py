@@ -86,6 +86,25 @@ def test_the_flag_check_fails_on_a_flag_the_framework_does_not_define():
     assert parse_flags(["--enable-zero3"], "megatron")[1] and not parse_flags(["--enable-zero3"], "mindspeed")[1]
 
 
+MEGATRON_LM = os.environ.get("SUPERNODE_NB_MEGATRON_LM")   # a Megatron-LM git checkout (with tag core_v0.16.1), when there is one
+
+
+@pytest.mark.skipif(not MEGATRON_LM, reason="set SUPERNODE_NB_MEGATRON_LM to a Megatron-LM git checkout to run its own "
+                    "parse_args + validate_args on the exports (its training code is not on PyPI)")
+def test_megatron_lm_parses_and_validates_the_exports():
+    cases = [dict(argv=exported(n, "megatron").argv, env=exported(n, "megatron").nodes[0]["env"], world=case(n)[2].world_size)
+             for n in NAMES]
+    r = subprocess.run([sys.executable, str(HERE / "megatron_validate.py"), MEGATRON_LM], input=json.dumps(cases),
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    for n, got in zip(NAMES, json.loads(r.stdout.strip().splitlines()[-1])):
+        assert got["ok"], (n, got["error"])
+        c = case(n)[2]
+        a = got["args"]
+        assert (a["data_parallel_size"], a["tensor_model_parallel_size"], a["pipeline_model_parallel_size"]) == (c.dp, c.tp, c.pp)
+        assert a["virtual_pipeline_model_parallel_size"] == (c.virtual_stages if c.virtual_stages > 1 else None)
+
+
 # ---- megatron-core 0.16.1's config classes accept the values ----
 
 def core_configs(ns: dict):
@@ -244,7 +263,7 @@ def test_cli_exports_an_archived_plan(tmp_path, capsys):
 def test_the_supernode_nb_command_writes_per_node_files(tmp_path):
     env = dict(os.environ, SUPERNODE_NB_ARCHIVE="off")
     r = subprocess.run([sys.executable, "-m", "supernode_nb.cli", "export", "--to", "mindspeed", "--model", "mixtral-8x7b", "--tp", "2",
-                        "--pp", "2", "--dp", "8", "--ep", "8", "--sp", "--zero", "3", "--dtype", "bf16", "--global-batch", "64",
+                        "--pp", "2", "--dp", "8", "--ep", "8", "--sp", "--zero", "3", "--dtype", "bf16", "--global-batch-size", "64",
                         "--topology", "cloudmatrix384", "--out", f"{tmp_path}/out/"], capture_output=True, text=True, env=env, timeout=300)
     assert r.returncode == 0, r.stderr
     files = sorted(p.name for p in (tmp_path / "out").iterdir())

@@ -358,7 +358,7 @@ def test_torchrun_lands_where_the_placement_says(hosts, tmp_path):
     P = place(RankLayout(tp=2, dp=2), T, "random", seed=0)
     assert P.rank_map() != [0, 1, 2, 3] and len(P.node_plan()) == 2
     pj = tmp_path / "placement.json"; pj.write_text(json.dumps(P.to_dict(), default=str))
-    args = ["--tp", "2", "--dp", "2", "--global-batch", "4", "--steps", "2", "--timeout", "60", "--json", "--placement", str(pj)]
+    args = ["--tp", "2", "--dp", "2", "--global-batch-size", "4", "--steps", "2", "--timeout", "60", "--json", "--placement", str(pj)]
     cmds = P.torchrun_commands("examples/train_torchrun.py", args, master_addr=H1_IP, master_port=29400, with_env=True)
     env = dict(os.environ, PATH=f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}", OMP_NUM_THREADS="1")
     procs = []

@@ -8,17 +8,17 @@ def run(*args, env=None):
     return json.loads(r.stdout)
 
 def test_resume_same_layout_is_bit_identical(tmp_path):
-    full = run("--world", "2", "--dp", "2", "--steps", "4")
-    run("--world", "2", "--dp", "2", "--steps", "2", "--checkpoint-dir", str(tmp_path), "--checkpoint-every", "2")
-    resumed = run("--world", "2", "--dp", "2", "--steps", "4", "--resume", str(tmp_path))
+    full = run("--world-size", "2", "--dp", "2", "--steps", "4")
+    run("--world-size", "2", "--dp", "2", "--steps", "2", "--checkpoint-dir", str(tmp_path), "--checkpoint-every", "2")
+    resumed = run("--world-size", "2", "--dp", "2", "--steps", "4", "--resume", str(tmp_path))
     assert [s["step"] for s in resumed["steps"]] == [2, 3]
     assert resumed["losses"] == full["losses"][2:]          # fp32, same layout: exactly equal
 
 def test_resume_into_another_layout_matches_single_process(tmp_path):
-    ref = run("--world", "1", "--steps", "6")
-    first = run("--world", "8", "--dp", "2", "--tp", "2", "--pp", "2", "--steps", "4", "--checkpoint-dir", str(tmp_path),
+    ref = run("--world-size", "1", "--steps", "6")
+    first = run("--world-size", "8", "--dp", "2", "--tp", "2", "--pp", "2", "--steps", "4", "--checkpoint-dir", str(tmp_path),
                 "--checkpoint-every", "2")
-    resumed = run("--world", "8", "--dp", "4", "--pp", "2", "--steps", "6", "--resume", str(tmp_path))   # reshards
+    resumed = run("--world-size", "8", "--dp", "4", "--pp", "2", "--steps", "6", "--resume", str(tmp_path))   # reshards
     got = first["losses"] + resumed["losses"]
     assert len(got) == 6
     for a, b in zip(got, ref["losses"]):
@@ -26,8 +26,8 @@ def test_resume_into_another_layout_matches_single_process(tmp_path):
 
 def test_restart_after_kill_matches_single_process(tmp_path):
     "A kill at step 3 with --max-restarts 1: dp shrinks 2 → 1 on the 3 healthy devices, resharded from step 2; losses as one process."
-    ref = run("--world", "1", "--steps", "5")
-    out = run("--world", "4", "--dp", "2", "--tp", "2", "--steps", "5", "--checkpoint-dir", str(tmp_path / "ck"),
+    ref = run("--world-size", "1", "--steps", "5")
+    out = run("--world-size", "4", "--dp", "2", "--tp", "2", "--steps", "5", "--checkpoint-dir", str(tmp_path / "ck"),
               "--checkpoint-every", "2", "--max-restarts", "1", "--inject-fault", "rank=3,step=3,kind=kill",
               env={"SUPERNODE_NB_ARCHIVE": "on", "SUPERNODE_NB_HOME": str(tmp_path / "home")})
     assert len(out["losses"]) == 5 and out["start"] == 2 and [s["step"] for s in out["steps"]] == [2, 3, 4]

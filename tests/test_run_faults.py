@@ -50,7 +50,7 @@ def _cli(*argv):
 
 
 def test_cli_inject_fault_reports_and_exits_1():
-    p = _cli("--world", "2", "--dp", "2", "--steps", "4", "--inject-fault", "rank=1,step=1,kind=kill")
+    p = _cli("--world-size", "2", "--dp", "2", "--steps", "4", "--inject-fault", "rank=1,step=1,kind=kill")
     assert p.returncode == 1, p.stderr
     assert "dead rank 1" in p.stderr and "killed by SIGKILL" in p.stderr and "Traceback" not in p.stderr, p.stderr
 
@@ -66,14 +66,14 @@ def test_cli_inject_fault_reports_and_exits_1():
 ])
 def test_malformed_fault_spec_is_a_clear_error(spec, text, capsys):
     from supernode_nb.cli import main
-    assert main(["run", "--world", "2", "--dp", "2", "--steps", "4", "--inject-fault", spec]) == 1
+    assert main(["run", "--world-size", "2", "--dp", "2", "--steps", "4", "--inject-fault", spec]) == 1
     err = capsys.readouterr().err
     assert text in err and "Traceback" not in err, err
 
 
 def test_cli_mismatch_explained_by_the_flight_recorder():
     "Rank 1 calls all_gather where rank 0 calls the step's all_reduce: hung, and the cause line names rank, group and op."
-    p = _cli("--world", "2", "--dp", "2", "--steps", "4", "--hang-timeout", "4", "--inject-fault", "rank=1,step=1,kind=mismatch,axis=dp")
+    p = _cli("--world-size", "2", "--dp", "2", "--steps", "4", "--hang-timeout", "4", "--inject-fault", "rank=1,step=1,kind=mismatch,axis=dp")
     assert p.returncode == 1, p.stderr
     assert "hung rank 1 on axis dp" in p.stderr, p.stderr
     assert "cause [mismatch] rank 1: rank 1 is in all_gather" in p.stderr and "where rank 0 is in all_reduce" in p.stderr, p.stderr

@@ -44,7 +44,7 @@ def _cli(*argv, timeout=240): return _run([str(BIN / "supernode-nb"), "run", *ar
 
 
 def test_run_json_matches_single_process():
-    par = _cli("--world", "4", "--dp", "2", "--pp", "2", "--steps", "2", "--json")
+    par = _cli("--world-size", "4", "--dp", "2", "--pp", "2", "--steps", "2", "--json")
     assert par.returncode == 0, par.stderr
     res = json.loads(par.stdout)
     assert set(res) >= {"config", "losses", "steps"} and len(res["losses"]) == 2
@@ -63,7 +63,7 @@ def test_run_json_matches_single_process():
 
 def test_run_human_table_and_trace(tmp_path):
     trace = tmp_path / "trace.json"
-    p = _cli("--world", "2", "--tp", "2", "--steps", "2", "--trace", str(trace))
+    p = _cli("--world-size", "2", "--tp", "2", "--steps", "2", "--trace", str(trace))
     assert p.returncode == 0, p.stderr
     assert "step 2/2" in p.stderr                                         # progress while running
     lines = p.stdout.splitlines()
@@ -75,7 +75,7 @@ def test_run_human_table_and_trace(tmp_path):
 
 
 def test_moe_expert_parallel_counts():
-    p = _cli("--world", "2", "--dp", "2", "--ep", "2", "--model", "tiny-moe", "--steps", "1", "--json")
+    p = _cli("--world-size", "2", "--dp", "2", "--ep", "2", "--model", "tiny-moe", "--steps", "1", "--json")
     assert p.returncode == 0, p.stderr
     r = json.loads(p.stdout)["steps"][0]["ranks"][0]
     assert len(r["expert_counts"]) == 8 and all(
@@ -85,7 +85,7 @@ def test_moe_expert_parallel_counts():
 
 
 @pytest.mark.parametrize("argv,code,text", [
-    (["--world", "4", "--dp", "2"], 1, "= 2 ≠ world size 4"),
+    (["--world-size", "4", "--dp", "2"], 1, "= 2 ≠ world size 4"),
     (["--kv-heads", "2", "--tp", "4"], 1, "replicating key/value heads is not implemented"),   # what the engine lacks
     (["--ep", "2", "--dp", "2"], 1, "ep=2 needs an MoE model"),
     (["--steps", "x"], 2, "invalid int value"),
@@ -101,7 +101,7 @@ def test_bad_config(argv, code, text, capsys):
 
 def test_bad_config_subprocess():
     "The real console script: status 1, every broken constraint, no traceback, nothing started."
-    p = _cli("--world", "8", "--tp", "3", "--dp", "2", timeout=60)
+    p = _cli("--world-size", "8", "--tp", "3", "--dp", "2", timeout=60)
     assert p.returncode == 1 and "heads=8 not divisible by tp=3" in p.stderr and "≠ world size 8" in p.stderr, p.stderr
     assert "Traceback" not in p.stderr and p.stdout == ""
 

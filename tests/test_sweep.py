@@ -14,7 +14,7 @@ def test_a_lost_rank_fails_one_configuration_not_the_sweep(tmp_path, monkeypatch
         return real(dataclasses.replace(spec, fault=FaultSpec(rank=1, step=0, kind="kill")) if len(calls) == 1 else spec, **kw)
     monkeypatch.setattr(runner, "run", first_loses_a_rank)
     a = tmp_path / "a.sqlite"
-    args = ["--world", "2", "--global-batch", "4", "--top", "2", "--steps", "3", "--profile", "auto", "--archive", str(a)]
+    args = ["--world-size", "2", "--global-batch-size", "4", "--top", "2", "--steps", "3", "--profile", "auto", "--archive", str(a)]
     assert cli_sweep(args + ["--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     first, second = out["rows"]
@@ -34,7 +34,7 @@ def test_a_sweep_with_nothing_measured_exits_1(tmp_path, monkeypatch, capsys):
         runner, "run", lambda spec, **kw: real(dataclasses.replace(spec, fault=FaultSpec(rank=1, step=0, kind="kill")), **kw)
     )
     fig = tmp_path / "sweep.html"
-    assert cli_sweep(["--world", "2", "--global-batch", "4", "--top", "1", "--steps", "3", "--archive", str(tmp_path / "a.sqlite"),
+    assert cli_sweep(["--world-size", "2", "--global-batch-size", "4", "--top", "1", "--steps", "3", "--archive", str(tmp_path / "a.sqlite"),
                       "--figure", str(fig)]) == 1
     text = capsys.readouterr().out
     assert "failed: " in text and "over 0 configs; 1 failed" in text

@@ -146,3 +146,46 @@ def test_dashboard_runs_the_torch_engine(tmp_path, monkeypatch):
     assert all(v > 0 for v in b["compute"]) and all(v > 0 for v in b["comm tp"]) and all(v > 0 for v in b["comm dp"]), b
     runs = Archive(tmp_path / "archive.sqlite").list_runs()
     assert len(runs) == 1 and runs[0].label == "dashboard, engine torch"
+
+
+_TORCH_DASHBOARD = {"cells": [{"cell_type": "code", "execution_count": None, "id": "torchdash", "metadata": {}, "outputs": [], "source": [
+    "from supernode_nb.ui.widgets import Dashboard\n", "d = Dashboard(world=4, tp=2, steps=3)\n", "d"]}],
+    "metadata": {"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"}}, "nbformat": 4, "nbformat_minor": 5}
+
+
+@pytest.mark.slow
+def test_torch_engine_in_the_browser(tmp_path):
+    "The dashboard in JupyterLab (headless chromium): pick the torch engine, start dp2·tp2, every rank's steps drawn live, archived."
+    import os
+    if not os.path.exists("/usr/bin/chromium"): pytest.skip("/usr/bin/chromium is absent: apt-get install -y chromium chromium-driver")
+    from playwright.sync_api import sync_playwright
+    from test_browser import _jupyter_lab, _lab_env, _wait_kernel_idle, _POINTS_JS, CHROMIUM, ARGS
+    from supernode_nb.foundation.store import Archive
+    env = _lab_env(tmp_path, "on")
+    with _jupyter_lab(tmp_path, json.dumps(_TORCH_DASHBOARD), env) as lab, sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
+        page = browser.new_page(viewport={"width": 1400, "height": 3000})
+        errors = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        try:
+            page.goto(f"{lab['base']}/lab/tree/dashboard.ipynb?token={lab['token']}")
+            page.wait_for_selector(".jp-NotebookPanel .jp-Cell", timeout=60_000)
+            _wait_kernel_idle(lab)
+            page.click(".jp-NotebookPanel .jp-Cell")
+            page.click("div.lm-MenuBar-itemLabel:text-is('Run')")
+            page.click("li.lm-Menu-item:has-text('Run All Cells')")
+            page.wait_for_selector(".snb-dashboard .snb-live .js-plotly-plot", timeout=240_000)
+            page.wait_for_selector(".snb-valid", timeout=30_000)
+            page.locator(".snb-engine select").select_option("torch")
+            page.click(".snb-start")
+            page.wait_for_selector(".snb-run-status[data-status='done'], .snb-run-status[data-status='failed']", timeout=400_000)
+            failed = page.locator(".snb-run-status[data-status='failed']").count()
+            page.wait_for_timeout(1500)                          # the last redraw lands
+            pts = page.evaluate(_POINTS_JS)
+        finally:
+            browser.close()
+    assert not failed, "the torch run failed in the dashboard"
+    assert pts and sorted(pts) == [f"rank {r}" for r in range(4)] and all(v == 3 for v in pts.values()), pts
+    assert not errors, errors
+    runs = Archive(tmp_path / "home" / "archive.sqlite").list_runs()
+    assert [r.label for r in runs] == ["dashboard, engine torch"] and runs[0].outcome == "ok", runs

@@ -59,7 +59,7 @@ def test_cli_runs_zero3_bf16():
     "`supernode-nb run --zero 3 --dtype bf16 --json`: end to end on 2 local ranks; the dp gathers show in the breakdown."
     import json
     from procs import cli
-    r = cli("run", "--model", "tiny-gpt", "--dp", "2", "--zero", "3", "--dtype", "bf16", "--steps", "2", "--global-batch", "4",
+    r = cli("run", "--model", "tiny-gpt", "--dp", "2", "--zero", "3", "--dtype", "bf16", "--steps", "2", "--global-batch-size", "4",
             "--json", timeout=240, env={"SUPERNODE_NB_ARCHIVE": "off"})
     assert r.returncode == 0, r.stderr[-2000:]
     d = json.loads(r.stdout)

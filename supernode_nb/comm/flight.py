@@ -9,7 +9,7 @@ from __future__ import annotations
 import html, json, time
 from collections import deque
 from typing import Iterable, Sequence
-from ..foundation.core import Parser, UsageError, emit
+from ..foundation.core import Parser, UsageError, emit, add_renamed
 
 # %% auto #0
 __all__ = ['FLIGHT_STATES', 'KINDS', 'FlightRing', 'flight_state', 'where', 'signature', 'explain', 'lines', 'flight_table',
@@ -188,7 +188,7 @@ def cli_flight(argv: list[str]) -> int:
     "supernode-nb flight: name the cause of a hang from the ranks' saved flight rings."
     p = Parser(prog="supernode-nb flight", description="Line up the ranks' flight rings and name the cause of a hang.")
     p.add_argument("files", nargs="+", help="JSON: one rank's ring (a list) or {rank: ring}")
-    p.add_argument("--world", type=int, default=None, help="world size: ranks without a ring count as dead")
+    add_renamed(p, "--world-size", "--world", dest="world", type=int, default=None, help="world size: ranks without a ring count as dead")
     p.add_argument("--dead", default="", help="ranks known dead, e.g. 3,5")
     p.add_argument("--html", default=None, help="also write the per-group table to this file")
     p.add_argument("--json", action="store_true")

@@ -78,7 +78,7 @@ def config_of(self: Archive, id: int) -> tuple[ModelSpec, ParallelConfig]:
     r = self.get(id)
     return r.model_spec(), r.parallel_config()
 
-_RUN_ARGS = {"steps": "--steps", "seed": "--seed", "world": "--world", "optimizer": "--optimizer", "lr": "--lr",
+_RUN_ARGS = {"steps": "--steps", "seed": "--seed", "world": "--world-size", "optimizer": "--optimizer", "lr": "--lr",
              "capacity_factor": "--capacity-factor"}
 
 def _flags(model: ModelSpec, cfg: ParallelConfig) -> list[str]:
@@ -98,7 +98,7 @@ def _flags(model: ModelSpec, cfg: ParallelConfig) -> list[str]:
     for ax in ("tp", "pp", "dp", "ep", "cp"):
         if getattr(cfg, ax) != 1: out += [f"--{ax}", str(getattr(cfg, ax))]
     bare = resolve_batch(cfg.replace(global_batch_size=None)).gbs      # the batch the flags give without --global-batch
-    for name, flag in (("order", "--order"), ("micro_batch_size", "--micro-batch"), ("global_batch_size", "--global-batch"),
+    for name, flag in (("order", "--order"), ("micro_batch_size", "--micro-batch-size"), ("global_batch_size", "--global-batch-size"),
                        ("schedule", "--schedule"), ("virtual_stages", "--virtual-stages"), ("zero", "--zero"),
                        ("recompute", "--recompute")):
         if name == "global_batch_size": out += [flag, str(cfg.gbs)] if cfg.gbs != bare else []

@@ -8,7 +8,7 @@ Docs: https://supernode-nb.github.io/supernode_nb/40_runtime/clusterconfig.html.
 from __future__ import annotations
 import ipaddress, re, shlex, sys
 from pathlib import Path
-from ..foundation.core import LOOPBACK, Parser, UsageError, emit
+from ..foundation.core import LOOPBACK, Parser, UsageError, emit, add_renamed
 
 # %% auto #0
 __all__ = ['LAUNCHERS', 'IFNAME_VARS', 'parse_hosts', 'read_hostfile', 'cluster_config', 'render', 'write_profile',
@@ -172,7 +172,7 @@ def _parser() -> Parser:
     p.add_argument("--python", help="Python on the engine hosts (default: this interpreter's path)")
     p.add_argument("--partition", help="slurm partition of the engines' job"); p.add_argument("--account", help="slurm account to charge")
     p.add_argument("--time", help="slurm time limit, e.g. 2:00:00")
-    p.add_argument("--world", type=int, help="check: the total number of engines must equal this")
+    add_renamed(p, "--world-size", "--world", dest="world", type=int, help="check: the total number of engines must equal this")
     p.add_argument("--profile", help="profile name under $IPYTHONDIR (default snb-<launcher>)")
     p.add_argument("--profile-dir", help="profile folder (overrides --profile)")
     p.add_argument("--force", action="store_true", help="overwrite an existing ipcluster_config.py")
@@ -193,7 +193,7 @@ def cli_cluster_config(argv: list[str]) -> int:
     try:
         hosts = read_hostfile(Path(a.hostfile).read_text()) if a.hostfile else parse_hosts(a.hosts, a.engines_per_host)
         n = sum(hosts.values())
-        if a.world is not None and a.world != n: raise ValueError(f"--world {a.world} ≠ {n} engines on {len(hosts)} host(s)")
+        if a.world is not None and a.world != n: raise ValueError(f"--world-size {a.world} ≠ {n} engines on {len(hosts)} host(s)")
         env = dict(kv.split("=", 1) if "=" in kv else (kv, None) for kv in a.env)
         if None in env.values(): raise ValueError(f"--env {next(k for k, v in env.items() if v is None)!r} must be NAME=VALUE")
         out = write_profile(_profile_dir(a), a.launcher, hosts, a.force, controller_ip=a.controller_ip, python=a.python,

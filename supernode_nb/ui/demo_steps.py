@@ -159,9 +159,9 @@ def estimate_argv(model: str, topology: str, cfg: ParallelConfig) -> list[str]:
     c = cfg.to_dict()
     argv = ["estimate", "--model", model, "--topology", topology]
     for a in ("tp", "pp", "dp", "ep", "cp"): argv += [f"--{a}", str(c[a])]
-    argv += ["--micro-batch", str(c["micro_batch_size"]), "--schedule", c["schedule"], "--virtual-stages", str(c["virtual_stages"]),
+    argv += ["--micro-batch-size", str(c["micro_batch_size"]), "--schedule", c["schedule"], "--virtual-stages", str(c["virtual_stages"]),
              "--zero", str(c["zero"]), "--recompute", c["recompute"]]
-    if c.get("global_batch_size"): argv += ["--global-batch", str(c["global_batch_size"])]
+    if c.get("global_batch_size"): argv += ["--global-batch-size", str(c["global_batch_size"])]
     return argv + (["--sequence-parallel"] if c["sequence_parallel"] else [])
 
 def expected_error(chip,              # the device: a `Chip` or its name
