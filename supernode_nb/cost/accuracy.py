@@ -199,7 +199,8 @@ def evidence_band(chip,             # the device an estimate prices: a `Chip`, o
     if f.empty: return _quote(df.error_pct, f"leave-one-source-out over all {len(df)} published runs; {name} has none: uncalibrated")
     own = int((_chips()[f.run] == name).sum())
     tail = f"{own} on {name} itself" if own else f"{name} has none: these are its die's"
-    return _quote(f.error_pct, f"leave-one-source-out over {len(f)} published runs of the {fam} family, {f.source.nunique()} sources; {tail}")
+    basis = f"leave-one-source-out over {len(f)} published runs of the {fam} family, {f.source.nunique()} sources; {tail}"
+    return _quote(f.error_pct, basis)
 
 @functools.lru_cache(maxsize=None)
 def _chips():

@@ -15,7 +15,8 @@ __all__ = ['ENGINE_OPS', 'ENGINE_BUCKET_BYTES', 'engine_ops', 'ring_ops', 'ring_
 # %% ../../nbs/10_cost/15a_engineops.ipynb #6ea83edb
 ENGINE_OPS = dict(layer=100, layer_recompute=64, layer_selective=7, expert=49.6, expert_recompute=31.5, stage=37,   # fwd + bwd
                   layer_tp=8, stage_tp=37, layer_sp=34, stage_sp=53,    # tp > 1 (and SP): the wrappers' operators, collectives apart
-                  layer_cp=350, cp_step=220, stage_cp=5, cp_rerun=130, cp_rerun_step=81.5,   # cp > 1: ring attention, + per ring step (cp − 1)
+                  # cp > 1: ring attention, + per ring step (cp − 1)
+                  layer_cp=350, cp_step=220, stage_cp=5, cp_rerun=130, cp_rerun_step=81.5,
                   opt_layer=108, opt_expert=32.6, opt_stage=47)                                 # AdamW (foreach=False)
 
 def engine_ops(model: ModelSpec,   # the model
@@ -70,15 +71,17 @@ def _n_buckets(params, rw, bucket=ENGINE_BUCKET_BYTES):
     return np.maximum(np.ceil(np.asarray(rw) * params / bucket), 1)
 
 def blocking_collectives(model: ModelSpec, C: dict, mem: dict) -> tuple:
-    ("(per micro-batch, per step) blocking collectives this engine issues on the slowest (last) stage, as its recorder counts them: tp's 4 per layer "
-    "(+1 re-run under full recompute; an all-gather and a reduce-scatter each under SP, +1 at the loss's end), the embedding's 1 and loss's 3 (2 under "
-    "SP); ep's split sizes and 4 exchanges per layer; cp's ring passes; pp's sends; ZeRO-2's reduce-scatter and ZeRO-3's 2 gathers + 1 per shard (a "
-    "layer's per axis, the root's); per step dp's buckets (ZeRO-1: an RS and a gather per axis; ZeRO-2: a gather per shard), the loss's average, SP's norms, pp's loss broadcast.")
+    ("(per micro-batch, per step) blocking collectives this engine issues on the slowest (last) stage, as its recorder counts "
+    "them: tp's 4 per layer (+1 re-run under full recompute; an all-gather and a reduce-scatter each under SP, +1 at the loss's "
+    "end), the embedding's 1 and loss's 3 (2 under SP); ep's split sizes and 4 exchanges per layer; cp's ring passes; pp's sends; "
+    "ZeRO-2's reduce-scatter and ZeRO-3's 2 gathers + 1 per shard (a layer's per axis, the root's); per step dp's buckets (ZeRO-1: "
+    "an RS and a gather per axis; ZeRO-2: a gather per shard), the loss's average, SP's norms, pp's loss broadcast.")
     tp, ep, cp, pp, v, sp, zero = (C[k] for k in ("tp", "ep", "cp", "pp", "v", "sp", "zero"))
     Ls, full = mem["Ls"], (C["rc"] == 2); pairs = Ls * (4 + full)
     D, E = 1 * (mem["D"] > 1), 1 * ((mem["edp"] > 1) & (mem["Pe"] > 0)); shards = D * (Ls + 1) + E * Ls
-    n_mb = (np.where(tp > 1, np.where(sp, 2 * (pairs + 1 + (pp == 1)) + 2, pairs + (pp == 1) + 3), 0) + np.where((ep > 1) & model.is_moe, 5 * Ls, 0)
-            + np.where(cp > 1, 3 * Ls * (cp - 1) * (1 + full), 0) + np.where(pp > 1, 2 * v, 0) + np.select([zero == 2, zero >= 3], [shards, 3 * shards], 0))
+    tp_n = np.where(tp > 1, np.where(sp, 2 * (pairs + 1 + (pp == 1)) + 2, pairs + (pp == 1) + 3), 0)
+    n_mb = (tp_n + np.where((ep > 1) & model.is_moe, 5 * Ls, 0) + np.where(cp > 1, 3 * Ls * (cp - 1) * (1 + full), 0)
+            + np.where(pp > 1, 2 * v, 0) + np.select([zero == 2, zero >= 3], [shards, 3 * shards], 0))
     nb = lambda P: _n_buckets(P, C.get("rw", mem["w"]))    # priced with a profile: this engine
     dp_step = np.select([zero == 0, zero == 1, zero == 2], [D * nb(mem["Pd"]) + E * nb(mem["Pe"]), 2 * (D + E), shards], 0)
     return n_mb, dp_step + D + np.where((tp > 1) & sp, 1, 0) + (pp > 1)

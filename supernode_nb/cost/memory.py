@@ -112,7 +112,8 @@ def in_flight(schedule, pp, m, v=1, stage: str = "first"):
     sc = _code(schedule, SCHEDULE_CODE, "schedule")
     pp, m, v = np.asarray(pp, dtype=float), np.asarray(m, dtype=float), np.maximum(np.asarray(v, dtype=float), 1)
     chunks = lambda r: np.minimum(2 * (pp - r - 1) + (v - 1) * pp + 1, m * v) / v   # interleaved: Megatron's warm-up of
-    zb1 = (sc == 1) | (sc == 3)                      # 2(p − r − 1) + (v − 1)p chunk forwards, then one more; zb-h1 holds what 1F1B holds
+    zb1 = (sc == 1) | (sc == 3)                      # 2(p − r − 1) + (v − 1)p chunk forwards, then one more;
+                                                     # zb-h1 holds what 1F1B holds
     first = np.select([pp <= 1, sc == 0, zb1], [1.0, m, np.minimum(pp, m)], chunks(0))
     last = np.select([pp <= 1, sc == 0, zb1], [1.0, m, 1.0], chunks(pp - 1))
     return first if stage == "first" else last
@@ -125,7 +126,8 @@ def _memory(model: ModelSpec, C: dict, c: dict, allow_uneven: bool, w=None,
             engine: str = "megatron",   # whose activations: "megatron" (Korthikanti) or "supernode_nb" (this package's engine)
             flash: bool = True):        # flash attention: no attention scores kept
     "Memory of the first and last stage by category, and the sizes the step time needs, for columns `C`."
-    tp, cp, ep, dp, pp, v, mbs, zero, rc, sp, sched = (C[k] for k in ("tp", "cp", "ep", "dp", "pp", "v", "mbs", "zero", "rc", "sp", "sched"))
+    tp, cp, ep, dp, pp, v, mbs = (C[k] for k in ("tp", "cp", "ep", "dp", "pp", "v", "mbs"))
+    zero, rc, sp, sched = (C[k] for k in ("zero", "rc", "sp", "sched"))
     m = C["gbs"] // (mbs * dp)
     w = model.bytes_per_param if w is None else w            # bytes per weight and per activation element (the dtype)
     D = dp * cp
@@ -159,7 +161,9 @@ def _memory(model: ModelSpec, C: dict, c: dict, allow_uneven: bool, w=None,
     a2a = np.where((ep > 1) & model.is_moe, mbs * sl * max(model.top_k, 1) * model.hidden * w / tp, 0)
     buf = (np.where((D > 1) & (zero < 3), 2 * DDP_BUCKET_BYTES, 0) + np.where(zero >= 3, 2 * (c["dense"] + c["expert"] / ep) / tp * w, 0)
            + np.where(sp, sbh * w, 0) + 2 * a2a + np.where(pp > 1, 2 * sbh * w / tp, 0))
-    first = dict(states(Pd_first, Pe_first), activations=Ls * act * in_flight(sched, pp, m, v, "first") + emb_act + work + np.where(pp == 1, out_act, 0),
+    first_act = Ls * act * in_flight(sched, pp, m, v, "first") + emb_act + work + np.where(pp == 1, out_act, 0)
+    first = dict(states(Pd_first, Pe_first), activations=first_act,
                  comm_buffers=buf)
     last = dict(states(Pd_last, Pe_last), activations=(Ls * act + out_act) * in_flight(sched, pp, m, v, "last") + work, comm_buffers=buf)
-    return first, last, dict(Ls=Ls, m=m, D=D, edp=edp, Pd=np.maximum(Pd_first, Pd_last), Pe=np.maximum(Pe_first, Pe_last), sbh=sbh, a2a=a2a, w=w)
+    Pd, Pe = np.maximum(Pd_first, Pd_last), np.maximum(Pe_first, Pe_last)
+    return first, last, dict(Ls=Ls, m=m, D=D, edp=edp, Pd=Pd, Pe=Pe, sbh=sbh, a2a=a2a, w=w)

@@ -55,7 +55,8 @@ def _analytic_links(topo: Topology, C: dict, order: str) -> dict:
         uin = U[np.maximum(lvl - 1, 0)]
         k = np.where((lvl > 0) & (d < uin) & (uin % d == 0), uin // np.maximum(d, 1), 1)
         k = np.minimum(k, n); k = np.where(n % k == 0, k, 1)
-        out[ax] = dict(n=n, k=k, level=lvl, bw_out=bw[lvl], lat_out=lat[lvl], bw_in=bw[np.maximum(lvl - 1, 0)], lat_in=lat[np.maximum(lvl - 1, 0)])
+        inner = np.maximum(lvl - 1, 0)
+        out[ax] = dict(n=n, k=k, level=lvl, bw_out=bw[lvl], lat_out=lat[lvl], bw_in=bw[inner], lat_in=lat[inner])
     return out
 
 # %% ../../nbs/10_cost/16_steptime.ipynb #317039fa
@@ -84,8 +85,8 @@ def _placement_links(placement, cfg: ParallelConfig, max_groups: int = 16) -> di
 FP32_TFLOPS = {"A100 80GB SXM": 19.5, "H100 SXM": 66.9, "H100 96GB HBM2e (500 W)": 66.9, "B200 (GB200)": 80.0,
                "B200 (DGX B200)": 80.0, "B300 (GB300)": 80.0, "B300 (DGX B300)": 75.0}  # datasheets, fp32 without TF32
 FP32_RATIO_ASSUMED = 1 / 8        # accelerators without an fp32 figure here: 1/8 of the bf16 peak (assumed)
-FP8_TFLOPS = {"H100 SXM": 1978.9, "H100 96GB HBM2e (500 W)": 1978.9, "B200 (GB200)": 5000.0,
-              "B200 (DGX B200)": 4500.0, "B300 (GB300)": 5000.0, "B300 (DGX B300)": 4500.0}   # datasheets, dense float8 (half the sparse figure)
+FP8_TFLOPS = {"H100 SXM": 1978.9, "H100 96GB HBM2e (500 W)": 1978.9, "B200 (GB200)": 5000.0,   # datasheets, dense float8
+              "B200 (DGX B200)": 4500.0, "B300 (GB300)": 5000.0, "B300 (DGX B300)": 4500.0}   # (half the sparse figure)
 
 def peak_tflops(chip, dtype: str = "bf16") -> tuple[float, str]:   # a `topology.Chip`; bf16, fp16, fp32 or fp8
     "(peak TFLOP/s of `chip` in `dtype`, where the figure comes from)."
@@ -93,7 +94,8 @@ def peak_tflops(chip, dtype: str = "bf16") -> tuple[float, str]:   # a `topology
     if dtype == "fp8":
         if chip.tflops_fp8: return float(chip.tflops_fp8), f"given for {chip.name} (fp8, dense)"
         if chip.name in FP8_TFLOPS: return FP8_TFLOPS[chip.name], "datasheet fp8 (dense)"
-        raise ValueError(f"dtype fp8: no float8 rate for {chip.name!r} (held for {', '.join(FP8_TFLOPS)}); price it in bf16, or give the chip's tflops_fp8 (a topology file)")
+        raise ValueError(f"dtype fp8: no float8 rate for {chip.name!r} (held for {', '.join(FP8_TFLOPS)}); price it in bf16, "
+                         "or give the chip's tflops_fp8 (a topology file)")
     if dtype != "fp32": raise ValueError(f"dtype {dtype!r} unknown; use fp32, bf16 or fp8")
     if chip.name.startswith("cpu"): return float(chip.tflops_bf16), "cpu: its one figure is an fp32 matmul rate"
     if chip.tflops_fp32: return float(chip.tflops_fp32), f"given for {chip.name} (fp32)"
@@ -135,7 +137,8 @@ OPS_PER_LAYER = 24       # operators (kernels) of one layer's forward: ~12 fused
 KERNEL_GAP_S = 3e-6      # seconds a device idles between two dependent kernels (launch latency)
 OVERLAP_CONTENTION = 0.15  # a collective and the compute beside it on an accelerator each run 1/(1 + this) as fast: max + 0.15 × min
 TP_OVERLAP = {"te": 1.0,     # share of TP traffic each implementation pipelines with its matmuls: Transformer Engine's userbuffers
-              "torch": 0.45}  # (Megatron --tp-comm-overlap) all of it; torch's async TP what its paired runs measure (`accuracy.fit_constants`)
+              "torch": 0.45}  # (Megatron --tp-comm-overlap) all of it; torch's async TP what its paired runs measure
+                              # (`accuracy.fit_constants`)
 MOE_HOST_S = 4e-3        # s per MoE layer and micro-batch a host-synced dispatch holds the device (the host waits on the token
                          # counts, then issues the layer's kernels one by one): fitted, `accuracy.fit_constants`
 SCORE_ELEMS = 4.5        # without flash attention: elements read + written per attention score (fused softmax 2, dropout 2.5)
@@ -146,7 +149,8 @@ LOSS_BYTES = {           # bytes per logit and micro-batch, forward and backward
     "megatron-fused": 38.0,  # the same with cross_entropy_loss_fusion (NeMo's and Megatron-Bridge's recipes): out (2), upcast + max
                              # (2 + 4), subtract + exp + sum (4 + 4), divide (4 + 4); backward in one kernel (4 + 4), downcast (4 + 2)
     "eager": 50.0,           # PyTorch's F.cross_entropy on fp32-upcast logits (torchtitan): out (2), upcast (2 + 4), log_softmax (3
-                             # reads + 1 write of 4); backward: nll's dense gradient (4), log_softmax's (3 reads + 1 write of 4), downcast (4 + 2)
+                             # reads + 1 write of 4); backward: nll's dense gradient (4), log_softmax's (3 reads + 1 write of 4),
+                             # downcast (4 + 2)
     "fused": 8.0}            # one kernel on the bf16 logits (flash-attn's cross entropy, llm-foundry's default): out (2), a read forward
                              # (2), a read and the gradient backward (2 + 2)
 EAGER_REPLICATED = 42.0  # eager PyTorch, unfused: fp32 RMSNorm in 6 kernels (18 two-byte elements, ×2), residual adds (3, ×2)
@@ -155,7 +159,8 @@ EAGER_BACKWARD = 2.0     # eager autograd moves about twice the forward's elemen
 def tp_overlap_share(tp_overlap) -> float:   # False, True (= "te"), a `TP_OVERLAP` name, or a share in [0, 1]
     "Share of TP traffic pipelined with the matmuls under `tp_overlap`."
     if isinstance(tp_overlap, str):
-        if tp_overlap not in TP_OVERLAP: raise ValueError(f"tp_overlap {tp_overlap!r} unknown; use {' or '.join(TP_OVERLAP)}, True or a share in [0, 1]")
+        if tp_overlap not in TP_OVERLAP:
+            raise ValueError(f"tp_overlap {tp_overlap!r} unknown; use {' or '.join(TP_OVERLAP)}, True or a share in [0, 1]")
         return TP_OVERLAP[tp_overlap]
     if isinstance(tp_overlap, np.ndarray): s = tp_overlap.astype(float)   # a share per configuration (a fit's grid)
     else: s = float(TP_OVERLAP["te"] if tp_overlap is True else tp_overlap or 0.0)
@@ -216,6 +221,14 @@ def _dispatch(model, a2a, g, o):
                                                      g["bw_out"] * BUS_EFFICIENCY * 1e9, g["lat_out"], max(model.top_k, 1), dedup), 0.0)
 
 
+# %% ../../nbs/10_cost/16_steptime.ipynb #acc0x16a
+def _accumulate_s(C, mem, bw, o):
+    "Seconds per micro-batch adding its gradients to the others' (`memory.GRAD_ACCUM`): none with a profile (its operators hold it)."
+    if o["profile"] is not None: return 0.0
+    local = np.where(C["zero"] >= 2, mem["Pd"] / mem["D"] + mem["Pe"] / mem["edp"], mem["Pd"] + mem["Pe"])   # the gradients a rank keeps
+    return o.get("gacc", 0.0) * local / bw * (1 - 1 / np.maximum(mem["m"], 1))
+
+
 # %% ../../nbs/10_cost/16_steptime.ipynb #af8472f1
 def _compute(model, C, c, mem, rate, hbm_GBps, o):
     "Seconds per micro-batch on the slowest stage: total, forward, backward, and the matmul share (for overlap)."
@@ -227,25 +240,30 @@ def _compute(model, C, c, mem, rate, hbm_GBps, o):
     fwd_f = Ls * (lin_f + core_f) + 2 * T * h * model.vocab / tp          # the last stage adds the LM head
     mb_f = 3 * fwd_f + np.select([rc == 2, rc == 1], [Ls * (lin_f + core_f), Ls * (core_f + o.get("selective_mm", 0.0) * lin_f)], 0)
     n_ops, fp8 = Ls * OPS_PER_LAYER * (3 + (rc == 2)) * (0.5 if o.get("fused", True) else 1.0), o.get("dtype") == "fp8"   # fp8: the
-    f8 = fp8 * Ls * 2 * T * (c["lin"] - c["router"]) / tp * (3 + np.select([rc == 2, rc == 1], [1.0, o.get("selective_mm", 0.0)], 0.0))   # layers' linears
+    reruns = np.select([rc == 2, rc == 1], [1.0, o.get("selective_mm", 0.0)], 0.0)   # the layers' linears
+    f8 = fp8 * Ls * 2 * T * (c["lin"] - c["router"]) / tp * (3 + reruns)
     core_mb, slow = Ls * core_f * (3 + (rc >= 1)), o.get("attn_slow", 1.0)   # attention core FLOPs; > 1: sm80 kernel on Hopper
     if o["profile"] is None: t_mm, t_ring = (mb_f - f8) / rate + f8 / o.get("rate8", rate) + n_ops * KERNEL_GAP_S, 0.0
     else:
         P, ops = o["profile"], engine_ops(model, Ls, C["ep"], rc, tp, sp, cp)
         rn = ring_ops(cp)                                       # a layer's ring attention: its operators at their own cost
-        t_mm = _vec(lambda f, n, g, k, r, x, q: P.compute_s(f, dtype=o["dtype"], ranks_per_host=int(r), n_ops=int(n), tokens=x) + P.recompute_s(g, k, int(r))
-                    + q * P.ring_op(int(r), x))(mb_f, ops["fwd_bwd"] - ops["recompute"] - Ls * rn, ops["regions"], ops["recompute"], o["rph"], T, Ls * rn)   # ops of T tokens
+        def one(f, n, g, k, r, x, q):                          # ops of T tokens
+            return (P.compute_s(f, dtype=o["dtype"], ranks_per_host=int(r), n_ops=int(n), tokens=x) + P.recompute_s(g, k, int(r))
+                    + q * P.ring_op(int(r), x))
+        t_mm = _vec(one)(mb_f, ops["fwd_bwd"] - ops["recompute"] - Ls * rn, ops["regions"], ops["recompute"], o["rph"], T, Ls * rn)
         t_ring = _vec(lambda n, r, x: n * P.ring_op(int(r), x))(rn / (2 * cp), o["rph"], T)   # a ring step's operators
     t_core, t_mm = t_mm * core_f / mb_f * slow, t_mm + ((slow - 1) * core_mb / rate if slow != 1 else 0.0)   # a core pass; sm80's extra
-    scores = 0 if flash else SCORE_ELEMS * w * mbs * model.heads * (s / cp) * s / tp   # unfused attention: softmax, dropout on b·a·s² scores
+    # unfused attention: softmax, dropout on b·a·s² scores
+    scores = 0 if flash else SCORE_ELEMS * w * mbs * model.heads * (s / cp) * s / tp
     bw = hbm_GBps * 1e9 * HBM_EFFICIENCY
     e_pass = (_elementwise_bytes(model, mbs, tp, cp, sp, w, o.get("fused", True)) + scores) / bw
-    t_logits = o.get("loss_bytes", LOSS_BYTES["megatron"]) * T * model.vocab / tp / bw   # the loss over the vocabulary, forward and backward
+    t_logits = o.get("loss_bytes", LOSS_BYTES["megatron"]) * T * model.vocab / tp / bw   # the vocabulary's loss, forward and backward
     if o["profile"] is not None: e_pass, t_logits = 0.0, 0.0 # a profile's per-operator cost holds the element-wise work
     c_f, c_b = (Ls * x / bw for x in _fp8_cast_bytes(model, mbs, tp, cp, C["ep"])) if fp8 else (0.0, 0.0)
-    hold = Ls * model.moe_share * o.get("moe_host_s", MOE_HOST_S) * (model.is_moe and o.get("engine") == "megatron")   # host-bound MoE dispatch
-    acc = 0.0 if o["profile"] is not None else o.get("gacc", 0.0) * np.where(C["zero"] >= 2, mem["Pd"] / mem["D"] + mem["Pe"] / mem["edp"], mem["Pd"] + mem["Pe"]) / bw * (1 - 1 / np.maximum(mem["m"], 1))   # accumulating gradients
-    m_f, m_b = (0.0, 0.0) if o["profile"] is not None or not o.get("cp_merge", True) else (Ls * x / bw for x in _cp_merge_bytes(model, mbs, tp, cp, w))
+    hold = Ls * model.moe_share * o.get("moe_host_s", MOE_HOST_S) * (model.is_moe and o.get("engine") == "megatron")   # MoE host sync
+    acc = _accumulate_s(C, mem, bw, o)
+    merge = o["profile"] is None and o.get("cp_merge", True)
+    m_f, m_b = (Ls * x / bw for x in _cp_merge_bytes(model, mbs, tp, cp, w)) if merge else (0.0, 0.0)
     x_f, x_b = _moe_extra(model, C, Ls, rate, bw, o)         # MoE: permutes, router, grouped GEMMs' bytes, the fullest rank
     t_mb = (t_mm + Ls * e_pass * (1 + (1 if o.get("fused", True) else EAGER_BACKWARD) + (rc == 2)) + t_logits + c_f * (1 + (rc == 2)) + c_b
             + hold + m_f * (1 + (rc == 2)) + m_b + acc + x_f * (1 + (rc == 2)) + x_b)
@@ -280,64 +298,113 @@ def _ct(op, S, g, profile=None, levels=(), flat=False, rph=None):
     return np.where(np.asarray(S) > 0, t, 0.0)              # nothing to send (e.g. no experts): no collective
 
 # %% ../../nbs/10_cost/16_steptime.ipynb #821e189e
-def _comm(model, C, mem, links, t, o):
-    "Exposed seconds per step of each axis's communication, given the compute `t` it can hide behind."
-    tp, ep, pp, v, zero, rc, sp = (C[k] for k in ("tp", "ep", "pp", "v", "zero", "rc", "sp"))
-    Ls, m, Pd, Pe, sbh, a2a, w = (mem[k] for k in ("Ls", "m", "Pd", "Pe", "sbh", "a2a", "w"))
-    ct = lambda op, S, ax, flat=False: _ct(op, S, links[ax], o["profile"], o["levels"], flat, o["rph"])
-    act, out, k = sbh * w, {}, o.get("contention", 0.0)
-    X = lambda x, win: np.maximum(x - win, 0) + k * np.minimum(np.maximum(x, 0), win)   # exposed: beyond the window, and the slowdown
+def _exposed(o):
+    "X(x, window): what of `x` shows beside a compute `window`: beyond it, and the contention's slowdown within it."
+    k = o.get("contention", 0.0)
+    return lambda x, win: np.maximum(x - win, 0) + k * np.minimum(np.maximum(x, 0), win)
+
+def _comm_tp(model, C, mem, links, t, o, ct):
+    "TP's exposed seconds per step: 4 collectives per layer (+2 re-run), the loss's, and what a pipelined share hides."
+    tp, rc, sp, Ls, m, X = C["tp"], C["rc"], C["sp"], mem["Ls"], mem["m"], _exposed(o)
+    act = mem["sbh"] * mem["w"]
     tp_op = np.where(sp, ct("all_gather", act, "tp") + ct("reduce_scatter", act, "tp"), ct("all_reduce", act, "tp"))
-    loss = np.where(sp, 2, 3) * ct("all_reduce", 4.0 * C["mbs"] * model.seq_len / C["cp"], "tp")   # the vocabulary-parallel loss's max,
-    tp_mb = (Ls * (4 + 2 * (rc == 2)) + 1) * tp_op + loss  # target logit and sum of exps (2 under SP); per layer 2 fwd + 2 bwd (+2 re-run)
+    # the vocabulary-parallel loss's max, target logit and sum of exps (2 under SP)
+    loss = np.where(sp, 2, 3) * ct("all_reduce", 4.0 * C["mbs"] * model.seq_len / C["cp"], "tp")
+    tp_mb = (Ls * (4 + 2 * (rc == 2)) + 1) * tp_op + loss  # per layer 2 fwd + 2 bwd (+2 re-run)
     regather = (rc == 1) & (o.get("selective_mm", 0.0) > 0)   # per-op SAC saves reduce-scatters, not gathers: the backward re-runs
     tp_mb = tp_mb + regather * 2 * Ls * np.where(sp, ct("all_gather", act, "tp"), ct("all_reduce", act, "tp"))   # 2 per layer
     s = o.get("tp_share", 0.0)                            # the share pipelined: what exceeds its matmuls' time, and the last chunk
-    tp_tail, ovl = tp_mb / (2 * np.maximum(tp, 1)), (s > 0) & (links["tp"]["level"] < o.get("scaleup", 1))   # overlapped in tp
-    out["tp"] = np.where(tp > 1, m * np.where(ovl, (1 - s) * tp_mb + s * (tp_tail + X(tp_mb - tp_tail, t["t_mm"])), tp_mb), 0)   # chunks, scale-up only
+    tp_tail = tp_mb / (2 * np.maximum(tp, 1))             # overlapped in tp chunks, inside the scale-up domain only
+    ovl = (s > 0) & (links["tp"]["level"] < o.get("scaleup", 1))
+    piped = (1 - s) * tp_mb + s * (tp_tail + X(tp_mb - tp_tail, t["t_mm"]))
+    return np.where(tp > 1, m * np.where(ovl, piped, tp_mb), 0)
+
+def _comm_cp(model, C, mem, t, o, ct):
+    "CP's exposed seconds per step: Megatron's K/V gathers and gradient reduce-scatters, or this engine's ring shifts."
+    tp, rc, Ls, m, w, X = C["tp"], C["rc"], mem["Ls"], mem["m"], mem["w"], _exposed(o)
     kv = 2 * C["mbs"] * model.seq_len * model.head_dim * np.maximum(model.n_kv_heads / tp, 1) * w
     ag, rs, sr = ct("all_gather", kv, "cp"), ct("reduce_scatter", kv, "cp"), ct("send_recv", kv / C["cp"], "cp")   # sr: a ring shift
-    tc, c1 = t["t_core"], C["cp"] - 1; cp_layer = X(ag, tc) * np.where(rc == 2, 2, 1) + X(ag + rs, 2 * tc)   # tc: one core pass
+    tc, c1 = t["t_core"], C["cp"] - 1                      # tc: one core pass
+    cp_layer = X(ag, tc) * np.where(rc == 2, 2, 1) + X(ag + rs, 2 * tc)
     co = 1.0 if o["profile"] is None else _vec(lambda r: o["profile"].co_scheduled(int(r)))(o["rph"])   # more ranks than cores: a peer
     Xco = lambda x, win: x - co * (x - X(x, win))         # runs beside us only cores / ranks of the time, and a shift hides that share
-    cp_layer = np.where(o["engine"] == "supernode_nb", (c1 + 1) * sr + c1 * (2 + (rc > 0)) * Xco(sr, t["t_step"]), cp_layer)   # this ring
-    out["cp"] = np.where(C["cp"] > 1, m * Ls * cp_layer, 0)
-    p2p = ct("send_recv", act / tp, "pp")                 # Megatron's interleaved schedule overlaps each send with the next
+    ring = (c1 + 1) * sr + c1 * (2 + (rc > 0)) * Xco(sr, t["t_step"])   # this engine's ring
+    cp_layer = np.where(o["engine"] == "supernode_nb", ring, cp_layer)
+    return np.where(C["cp"] > 1, m * Ls * cp_layer, 0)
+
+def _comm_pp(C, mem, t, o, ct):
+    "PP's exposed seconds per step: a send each way per micro-batch and chunk; Megatron's interleaving hides all but the fill's."
+    pp, v, m, X = C["pp"], C["v"], mem["m"], _exposed(o)
+    p2p = ct("send_recv", mem["sbh"] * mem["w"] / C["tp"], "pp")   # Megatron's interleaved schedule overlaps each send with the next
     ovl = (C["sched"] == SCHEDULE_CODE["interleaved"]) & (o.get("engine") == "megatron")   # chunk's compute; the fill's are exposed
     p2p_ovl = 2 * (pp - 1) * p2p + v * m * (X(p2p, t["t_fwd"] / v) + X(p2p, t["t_bwd"] / v))
-    out["pp"] = np.where(pp > 1, np.where(ovl, p2p_ovl, 2 * v * m * p2p), 0)
+    return np.where(pp > 1, np.where(ovl, p2p_ovl, 2 * v * m * p2p), 0)
+
+# %% ../../nbs/10_cost/16_steptime.ipynb #comm1x16
+def _dp_collectives(mem, C, o, ct) -> dict:
+    "The data-parallel collectives of one step, in seconds: DDP's bucketed all-reduces, ZeRO's reduce-scatters and gathers."
+    Ls, Pd, Pe, w = mem["Ls"], mem["Pd"], mem["Pe"], mem["w"]
     rw = C.get("rw", w)                                     # bytes per gradient element in the reduction
     nbk = lambda P: _n_buckets(P, rw, o["bucket"])          # each bucket is its own all_reduce: pays its latency
-    ar = nbk(Pd) * ct("all_reduce", rw * Pd / nbk(Pd), "dp") + nbk(Pe) * ct("all_reduce", rw * Pe / nbk(Pe), "edp")
-    rs = ct("reduce_scatter", rw * Pd, "dp") + ct("reduce_scatter", rw * Pe, "edp")
-    ag = ct("all_gather", w * Pd, "dp") + ct("all_gather", w * Pe, "edp")
-    eng, z3f = o.get("engine") == "supernode_nb", o.get("zero3_flat", False)   # z3f: ZeRO-3 on one NIC each (DeepSpeed 2021), not rings
+    eng, z3f = o.get("engine") == "supernode_nb", o.get("zero3_flat", False)   # z3f: ZeRO-3 on one NIC each (DeepSpeed), not rings
     nd, ne = (Ls + 1, np.maximum(Ls, 1)) if eng else (1, 1)   # this engine's ZeRO-2/3 shard each layer and the stage's root apart
     per = lambda op, b, fl=False: nd * ct(op, b * Pd / nd, "dp", fl) + ne * ct(op, b * Pe / ne, "edp", fl)   # a collective per shard
-    rs2, ag2, ag3, rs3 = per("reduce_scatter", rw), per("all_gather", w), per("all_gather", w, z3f), per("reduce_scatter", rw, z3f)
-    hid = lambda x, win, h=o["hide"]: x - h * np.minimum(x, o["dp_overlap"] * win) if o["profile"] is not None else X(x, o["dp_overlap"] * win)   # a profile hides its measured share
-    last = np.minimum(1.0, o["bucket"] / np.maximum(rw * (Pd + Pe), 1))   # the last bucket waits on the end of the backward
-    tail = lambda x, win, last=last, h=o["hide"], q=1.0: last * x + hid(q * (1 - last) * x, win, h)   # (this engine's ZeRO-2: its last shard's
-    z1, qh, qa, pr = (rs + ag if eng else tail(rs, t["t_bwd"]) + hid(ag, t["t_fwd"])), o["qhide"], o["qalone"], o["profile"] is not None   # call)
-    out["dp"] = np.select([zero == 0, zero == 1, zero == 2],   # this engine's ZeRO-1 after the backward, its ZeRO-2's gathers after the step
-                          [tail(ar, t["t_bwd"]), z1, (tail(rs2, t["t_bwd"], 1 / nd, qh, qa) + (m - 1) * tail(rs2, t["t_mb"], 1 / nd, qh, qa) + qa * ag2 if eng else m * tail(rs2, t["t_bwd"], last) + hid(ag2, t["t_fwd"]))],
-                          m * (hid(ag3, t["t_fwd"]) + hid(ag3 * (1 + (rc == 2) * o.get("regather", True)) + (not pr) * rs3, t["t_bwd"]) + pr * ((m - 1) * hid(qa * rs3, t["t_mb"], qh) + hid(qa * rs3, t["t_bwd"], qh)) / m))
+    return dict(ar=nbk(Pd) * ct("all_reduce", rw * Pd / nbk(Pd), "dp") + nbk(Pe) * ct("all_reduce", rw * Pe / nbk(Pe), "edp"),
+                rs=ct("reduce_scatter", rw * Pd, "dp") + ct("reduce_scatter", rw * Pe, "edp"),
+                ag=ct("all_gather", w * Pd, "dp") + ct("all_gather", w * Pe, "edp"),
+                rs2=per("reduce_scatter", rw), ag2=per("all_gather", w), ag3=per("all_gather", w, z3f),
+                rs3=per("reduce_scatter", rw, z3f), nd=nd, eng=eng, last=np.minimum(1.0, o["bucket"] / np.maximum(rw * (Pd + Pe), 1)))
+
+def _comm_dp(C, mem, t, o, ct):
+    "DP's exposed seconds per step by ZeRO stage: what the backward (or forward) window hides of each collective."
+    X, m, rc, d = _exposed(o), mem["m"], C["rc"], _dp_collectives(mem, C, o, ct)
+    qh, qa, pr = o["qhide"], o["qalone"], o["profile"] is not None
+    def hid(x, win, h=o["hide"]):                           # a profile hides its measured share
+        return x - h * np.minimum(x, o["dp_overlap"] * win) if pr else X(x, o["dp_overlap"] * win)
+    def tail(x, win, last=d["last"], h=o["hide"], q=1.0):   # the last bucket waits on the end of the backward (this engine's
+        return last * x + hid(q * (1 - last) * x, win, h)  # ZeRO-2: its last shard's call)
+    tb, tf, tm, nd = t["t_bwd"], t["t_fwd"], t["t_mb"], d["nd"]
+    z1 = d["rs"] + d["ag"] if d["eng"] else tail(d["rs"], tb) + hid(d["ag"], tf)   # this engine's ZeRO-1 after the backward
+    if d["eng"]: z2 = tail(d["rs2"], tb, 1 / nd, qh, qa) + (m - 1) * tail(d["rs2"], tm, 1 / nd, qh, qa) + qa * d["ag2"]
+    else: z2 = m * tail(d["rs2"], tb, d["last"]) + hid(d["ag2"], tf)            # its ZeRO-2's gathers after the step
+    regathered = d["ag3"] * (1 + (rc == 2) * o.get("regather", True))
+    queued = pr * ((m - 1) * hid(qa * d["rs3"], tm, qh) + hid(qa * d["rs3"], tb, qh)) / m
+    z3 = m * (hid(d["ag3"], tf) + hid(regathered + (not pr) * d["rs3"], tb) + queued)
+    return np.select([C["zero"] == 0, C["zero"] == 1, C["zero"] == 2], [tail(d["ar"], tb), z1, z2], z3)
+
+# %% ../../nbs/10_cost/16_steptime.ipynb #comm2x16
+def _comm_ep(model, C, mem, links, t, o, ct):
+    "EP's exposed seconds per step: 4 token exchanges per MoE layer (+2 re-run) and the count swaps; beside another micro-batch."
+    rc, m, X = C["rc"], mem["m"], _exposed(o)
     counts = ct("all_to_all", 8.0 * max(model.experts, 1), "ep")          # each forward first swaps its per-expert token counts
-    swap = ct("ep_dispatch", a2a, "ep") if o["profile"] is not None else _dispatch(model, a2a, links["ep"], o)
-    out["ep"] = np.where((ep > 1) & model.is_moe, m * Ls * model.moe_share * ((4 + 2 * (rc == 2)) * swap   # a profile adds its
-                                                             + (1 + (rc == 2)) * counts), 0)                    # measured imbalance
+    swap = ct("ep_dispatch", mem["a2a"], "ep") if o["profile"] is not None else _dispatch(model, mem["a2a"], links["ep"], o)
+    per_layer = (4 + 2 * (rc == 2)) * swap + (1 + (rc == 2)) * counts      # a profile adds its measured imbalance
+    out = np.where((C["ep"] > 1) & model.is_moe, m * mem["Ls"] * model.moe_share * per_layer, 0)
     if o.get("ep_overlap") and o["profile"] is None:   # each micro-batch's exchanges beside another's compute (Megatron's batch-level
-        out["ep"] = np.where(m >= 2, X(out["ep"], (m - 1) * t["t_mb"]), out["ep"])   # overlap, DualPipe): one needs a second in flight
-    if o["profile"] is not None:      # a real step's blocking waits over the microbenchmark's price, as the profile measured them
-        ws = _vec(lambda r: o["profile"].wait_scale(int(r)))(o["rph"])   # (tp's and ep's blocking calls; cp's async shifts, their
-        wc = 1.0 if getattr(o["profile"], "issue_s", None) else ws       # issue priced as compute, wait on transfers under way;
-        out["tp"], out["cp"], out["ep"] = out["tp"] * ws, out["cp"] * wc, out["ep"] * ws   # a profile without the issue: as before)
-        # the step's gradient sync waits for the last replica, apart since the step began: compute and the waits of
-        ahead = m * t["t_mb"] + out["tp"] + out["ep"]     # tp and ep, where the ranks take turns on the cores too (a pipeline
-        sync = _vec(lambda c_, r: o["profile"].sync_wait(c_, int(r)))(ahead, o["rph"])   # staggers its stages: its waits
-        sync, ring = np.where((C["dp"] > 1) & (pp == 1), sync, 0), C["cp"] > 1   # are bubble); under cp the ranks first meet at
-        out["dp"], out["cp"] = out["dp"] + np.where(ring, 0, sync), out["cp"] + np.where(ring, sync, 0)   # a ring shift: they wait there
+        out = np.where(m >= 2, X(out, (m - 1) * t["t_mb"]), out)   # overlap, DualPipe): one needs a second in flight
     return out
+
+def _profile_waits(out, C, mem, t, o) -> dict:
+    ("A real step's blocking waits over the microbenchmark's price, as a machine profile measured them: tp's and ep's blocking "
+    "calls scaled; cp's async shifts (their issue priced as compute); the gradient sync waiting for the last replica.")
+    P, m = o["profile"], mem["m"]
+    ws = _vec(lambda r: P.wait_scale(int(r)))(o["rph"])
+    wc = 1.0 if getattr(P, "issue_s", None) else ws       # a profile without the issue: as before
+    out = dict(out, tp=out["tp"] * ws, cp=out["cp"] * wc, ep=out["ep"] * ws)
+    # the step's gradient sync waits for the last replica, apart since the step began: compute and the waits of tp and ep, where
+    # the ranks take turns on the cores too (a pipeline staggers its stages: its waits are bubble); under cp the ranks first meet at
+    # a ring shift: they wait there
+    ahead = m * t["t_mb"] + out["tp"] + out["ep"]
+    sync = _vec(lambda c_, r: P.sync_wait(c_, int(r)))(ahead, o["rph"])
+    sync, ring = np.where((C["dp"] > 1) & (C["pp"] == 1), sync, 0), C["cp"] > 1
+    return dict(out, dp=out["dp"] + np.where(ring, 0, sync), cp=out["cp"] + np.where(ring, sync, 0))
+
+def _comm(model, C, mem, links, t, o):
+    "Exposed seconds per step of each axis's communication, given the compute `t` it can hide behind."
+    ct = lambda op, S, ax, flat=False: _ct(op, S, links[ax], o["profile"], o["levels"], flat, o["rph"])
+    out = dict(tp=_comm_tp(model, C, mem, links, t, o, ct), cp=_comm_cp(model, C, mem, t, o, ct), pp=_comm_pp(C, mem, t, o, ct),
+               dp=_comm_dp(C, mem, t, o, ct), ep=_comm_ep(model, C, mem, links, t, o, ct))
+    return out if o["profile"] is None else _profile_waits(out, C, mem, t, o)
 
 # %% ../../nbs/10_cost/16_steptime.ipynb #0f18363e
 def _rph(topo: Topology, C: dict):   # ranks sharing one host (node)
@@ -349,57 +416,60 @@ def collectives_per_step(model: ModelSpec, cfg: ParallelConfig) -> dict:
     mb, st = (int(np.asarray(x).reshape(-1)[0]) for x in blocking_collectives(model, C, mem))
     return {"per_microbatch": mb, "per_step": st, "total": cfg.num_microbatches * mb + st}
 
-def _costs(model: ModelSpec, C: dict, topo: Topology, links: dict, efficiency, dp_overlap: float = 1.0, allow_uneven: bool = False, *,
-           dtype: str = "bf16", profile=None, tp_overlap=False, flash=True, fused=True, selective_mm=0.0, zero3_regather=True,
-           moe_host_s=None, cp_merge=True, zero3_flat=False, attention="native", contention=None, loss="megatron", ep_overlap=False, grad_accum="fused",
-           ep_dispatch="alltoall") -> dict:
-    "Memory (first and last stage, by category) and step time (by part) of the configurations in columns `C`."
-    if loss not in LOSS_BYTES: raise ValueError(f"loss {loss!r} unknown; use one of {', '.join(LOSS_BYTES)}")
-    if dtype == "fp8" and profile is not None: raise ValueError(f"dtype fp8: machine profile {getattr(profile, 'name', '')!r} measured no float8 matmuls; "
-                                                              "price fp8 from the datasheet (no profile)")
-    c, w = _counts(model), DTYPE_BYTES[dtype]
-    engine = "supernode_nb" if profile is not None or getattr(topo, "preset", None) == "local" else "megatron"   # whose runtime
-    first, last, mem = _memory(model, C, c, allow_uneven, w, engine, flash)
-    peak = peak_tflops(topo.chip, "bf16" if dtype == "fp8" else dtype)[0] * 1e12   # MFU and HFU against bf16's peak under fp8
-    rate = peak * np.asarray(efficiency, dtype=float)
-    hbm = topo.chip.hbm_GBps if profile is None else profile.memory_GBps
-    rph = _rph(topo, C)
-    hide = 1.0 if profile is None else _vec(lambda r: profile.hidden(int(r)))(rph)   # the share of it this machine hides
-    qa = 1.0 if profile is None else _vec(lambda r: profile.queued_alone(int(r)))(rph)   # queued calls side by side, and hidden: of their
-    qh = hide if profile is None else np.clip(1 - _vec(lambda r: profile.queued(int(r)))(rph) / qa, 0, 1)   # queued time, what compute hides
-    o = dict(dp_overlap=dp_overlap, hide=hide, qhide=qh, qalone=qa, tp_share=tp_overlap_share(tp_overlap), ep_overlap=ep_overlap, profile=profile, dtype=dtype, rph=rph, flash=flash, fused=fused,
-             selective_mm=selective_mm, regather=zero3_regather, engine=engine, moe_host_s=MOE_HOST_S if moe_host_s is None else moe_host_s, cp_merge=cp_merge,
-             zero3_flat=zero3_flat, ep_dispatch=ep_dispatch, loss_bytes=LOSS_BYTES[loss], gacc=grad_accum_bytes(grad_accum, w), attn_slow=attention_slowdown(topo.chip, attention) if profile is None else 1.0,
-             bucket=ENGINE_BUCKET_BYTES if engine == "supernode_nb" else DDP_BUCKET_BYTES,
-             levels=[l.name for l in topo.levels], scaleup=sum(l.scope != "cluster" for l in topo.levels), contention=(OVERLAP_CONTENTION
-             if profile is None else 0.0) if contention is None else contention)   # a profile measures its own overlap
-    if dtype == "fp8": o["rate8"] = peak_tflops(topo.chip, "fp8")[0] * 1e12 * np.asarray(efficiency, dtype=float)
-    t = _compute(model, C, c, mem, rate, hbm, o)
-    comm = _comm(model, C, mem, links, t, o)
-    sc, pp, v, m = C["sched"], C["pp"], C["v"], mem["m"]
-    n_mb, n_step = blocking_collectives(model, C, mem)      # with a profile: compute a rank loses after each blocking collective
-    shifts = m * mem["Ls"] * ring_shifts(C["cp"], C["rc"])   # cp's ring shifts (a re-run's too)
-    penalty = 0.0 if profile is None else _vec(lambda r: profile.penalty(int(r)))(rph) * (m * n_mb + n_step) + _vec(lambda r, n: profile.issue(int(r), int(n)))(rph, C["cp"]) * shifts
-    mb_comm, g = (comm["tp"] + comm["cp"] + comm["ep"]) / np.maximum(m, 1), C["tp"] * C["cp"] * C["ep"]   # a stage's micro-batch: compute + collectives
-    bub = lambda t_: np.select([pp <= 1, sc == SCHEDULE_CODE["zb-h1"]], [0.0, (pp - 1) / 3], (pp - 1) / v) * (t_["t_mb"] + mb_comm)
-    bubble = bub(t)
+def _hiding(profile, rph) -> tuple:
+    ("(hide, queued alone, queued hidden): the share of data-parallel traffic this machine hides, and of queued calls side by "
+    "side what they take alone and what compute hides (a profile measures them; without one, all of it)")
+    if profile is None: return 1.0, 1.0, 1.0
+    hide = _vec(lambda r: profile.hidden(int(r)))(rph)
+    qa = _vec(lambda r: profile.queued_alone(int(r)))(rph)
+    return hide, qa, np.clip(1 - _vec(lambda r: profile.queued(int(r)))(rph) / qa, 0, 1)
+
+def _options(topo, profile, engine, rph, w, kw) -> dict:
+    "What `_compute` and `_comm` read besides the columns: the framework's behaviours, the machine's hiding, the topology's levels."
+    hide, qa, qh = _hiding(profile, rph)
+    contention = kw["contention"] if kw["contention"] is not None else OVERLAP_CONTENTION if profile is None else 0.0
+    return dict(dp_overlap=kw["dp_overlap"], hide=hide, qhide=qh, qalone=qa, tp_share=tp_overlap_share(kw["tp_overlap"]),
+                ep_overlap=kw["ep_overlap"], profile=profile, dtype=kw["dtype"], rph=rph, flash=kw["flash"], fused=kw["fused"],
+                selective_mm=kw["selective_mm"], regather=kw["zero3_regather"], engine=engine, cp_merge=kw["cp_merge"],
+                moe_host_s=MOE_HOST_S if kw["moe_host_s"] is None else kw["moe_host_s"], zero3_flat=kw["zero3_flat"],
+                ep_dispatch=kw["ep_dispatch"], loss_bytes=LOSS_BYTES[kw["loss"]], gacc=grad_accum_bytes(kw["grad_accum"], w),
+                attn_slow=attention_slowdown(topo.chip, kw["attention"]) if profile is None else 1.0,
+                bucket=ENGINE_BUCKET_BYTES if engine == "supernode_nb" else DDP_BUCKET_BYTES, levels=[l.name for l in topo.levels],
+                scaleup=sum(l.scope != "cluster" for l in topo.levels), contention=contention)   # a profile measures its own overlap
+
+# %% ../../nbs/10_cost/16_steptime.ipynb #cost1x16
+def _optimizer_s(model, C, mem, hbm, profile, o):
+    "Seconds of the optimizer step (and, with a profile, the executor's per-micro-batch work): the state each rank updates."
     local = np.where(C["zero"] >= 1, mem["Pd"] / mem["D"] + mem["Pe"] / mem["edp"], mem["Pd"] + mem["Pe"])
-    other = 28 * local / (hbm * 1e9 * HBM_EFFICIENCY) if profile is None else (
-        _vec(lambda p, n, r: profile.optimizer_s(p, n_ops=int(n), ranks_per_host=int(r)))(local, engine_ops(model, mem["Ls"], C["ep"], C["rc"])["optimizer"], o["rph"])
-        + _vec(lambda mm, r: profile.executor_s(int(mm), int(r)))(m, o["rph"]))
-    if profile is not None:   # this engine's DDP: each tensor's gradient flattened into its bucket, then copied back (see above);
-        ddp, n_t = (mem["D"] > 1) & (C["zero"] == 0), engine_tensors(model, mem["Ls"], C["ep"], pp)
-        n_b = _n_buckets(mem["Pd"], C.get("rw", w), o["bucket"]) + np.where(mem["Pe"] > 0, _n_buckets(mem["Pe"], C.get("rw", w), o["bucket"]), 0)
-        penalty = penalty + ddp * _vec(lambda n, r: profile.compute_s(0.0, ranks_per_host=int(r), n_ops=int(n)))(n_t + 2 * n_b, rph)
-        other = other + ddp * _vec(lambda n, r: profile.optimizer_s(0.0, n_ops=int(n), ranks_per_host=int(r)))(3 * n_t, rph)
-        cs = sum(comm.values())   # collectives: waiting, and (comm_busy of it) busy
-        L = np.where(g > 1, np.where(pp > 1, np.minimum(C["tp"] * C["cp"] * C["dp"], rph), g), rph)   # who computes together: a tp·cp·ep group; in
-        k = _vec(lambda L, r, b, x, c: profile.contended(int(L), int(r), b, x, c))(L, rph, m * t["t_mb"] + penalty + other, cs + bubble, cs)   # a pipeline, the stage's (over dp)
-        one = (pp > 1) & (m == 1)   # one micro-batch: the stages compute one after another, so one stage's ranks share the cores
-        if np.any(one): k = np.where(one, _vec(lambda r, s: profile.share(int(r)) / profile.share(int(s)))(rph, np.maximum(rph // pp, 1)), k)
-        t, penalty = dict(t, t_mb=t["t_mb"] * k), penalty * k; bubble = bub(t)   # and a tp·cp·ep group's compute at the ranks busy at once
-    tf, tl, compute = sum(first.values()), sum(last.values()), m * t["t_mb"] + penalty
-    step = compute + bubble + other + sum(comm.values())
+    if profile is None: return 28 * local / (hbm * 1e9 * HBM_EFFICIENCY)
+    n_ops = engine_ops(model, mem["Ls"], C["ep"], C["rc"])["optimizer"]
+    opt = _vec(lambda p, n, r: profile.optimizer_s(p, n_ops=int(n), ranks_per_host=int(r)))(local, n_ops, o["rph"])
+    return opt + _vec(lambda mm, r: profile.executor_s(int(mm), int(r)))(mem["m"], o["rph"])
+
+def _profile_terms(model, C, mem, t, comm, penalty, other, bubble, bub, profile, o, w) -> tuple:
+    ("(t, penalty, other, bubble) with a machine profile's costs of this engine: its DDP's bucket copies, and compute "
+    "slowed by the ranks that share the host's cores (`MachineProfile.contended`).")
+    pp, m, rph, g = C["pp"], mem["m"], o["rph"], C["tp"] * C["cp"] * C["ep"]
+    ddp, n_t = (mem["D"] > 1) & (C["zero"] == 0), engine_tensors(model, mem["Ls"], C["ep"], pp)   # each tensor's gradient flattened
+    nb = lambda P: _n_buckets(P, C.get("rw", w), o["bucket"])                                   # into its bucket, then copied back
+    n_b = nb(mem["Pd"]) + np.where(mem["Pe"] > 0, nb(mem["Pe"]), 0)
+    penalty = penalty + ddp * _vec(lambda n, r: profile.compute_s(0.0, ranks_per_host=int(r), n_ops=int(n)))(n_t + 2 * n_b, rph)
+    other = other + ddp * _vec(lambda n, r: profile.optimizer_s(0.0, n_ops=int(n), ranks_per_host=int(r)))(3 * n_t, rph)
+    cs = sum(comm.values())   # collectives: waiting, and (comm_busy of it) busy
+    # who computes together: a tp·cp·ep group; in a pipeline, the stage's (over dp)
+    L = np.where(g > 1, np.where(pp > 1, np.minimum(C["tp"] * C["cp"] * C["dp"], rph), g), rph)
+    contended = lambda L, r, b, x, c: profile.contended(int(L), int(r), b, x, c)
+    k = _vec(contended)(L, rph, m * t["t_mb"] + penalty + other, cs + bubble, cs)
+    one = (pp > 1) & (m == 1)   # one micro-batch: the stages compute one after another, so one stage's ranks share the cores
+    if np.any(one):
+        k = np.where(one, _vec(lambda r, s: profile.share(int(r)) / profile.share(int(s)))(rph, np.maximum(rph // pp, 1)), k)
+    t = dict(t, t_mb=t["t_mb"] * k)                       # and a tp·cp·ep group's compute at the ranks busy at once
+    return t, penalty * k, other, bub(t)
+
+# %% ../../nbs/10_cost/16_steptime.ipynb #cost2x16
+def _result(model, C, first, last, mem, step, compute, bubble, other, comm, peak, o) -> dict:
+    "What `_costs` returns: memory by stage and category, the step by part, and the throughput figures."
+    tf, tl, m = sum(first.values()), sum(last.values()), mem["m"]
     world = C["tp"] * C["cp"] * C["dp"] * C["pp"]
     mf, _ = step_flops(model, C["gbs"])
     hf = mf + sum(np.where(C["rc"] == RECOMPUTE_CODE[r], step_flops(model, C["gbs"], r)[1] - mf, 0) for r in ("selective", "full"))
@@ -409,7 +479,48 @@ def _costs(model: ModelSpec, C: dict, topo: Topology, links: dict, efficiency, d
                 tokens_per_s=C["gbs"] * model.seq_len / step, tflops_per_device=mf / step / world / 1e12,
                 hw_tflops_per_device=hf / step / world / 1e12, mfu=mf / step / world / peak, hfu=hf / step / world / peak,
                 world=world, microbatches=m, peak_tflops=peak / 1e12,
-                moe_host_s=o["moe_host_s"] if model.is_moe and engine == "megatron" else None)   # the MoE hold priced, if any
+                moe_host_s=o["moe_host_s"] if model.is_moe and o["engine"] == "megatron" else None)   # the MoE hold priced, if any
+
+def _penalty(model, C, mem, profile, rph):
+    "Compute a rank of this engine loses after each blocking collective and each ring shift issued (a profile's; 0 without)."
+    if profile is None: return 0.0
+    n_mb, n_step = blocking_collectives(model, C, mem)
+    shifts = mem["m"] * mem["Ls"] * ring_shifts(C["cp"], C["rc"])   # cp's ring shifts (a re-run's too)
+    per = _vec(lambda r: profile.penalty(int(r)))(rph) * (mem["m"] * n_mb + n_step)
+    return per + _vec(lambda r, n: profile.issue(int(r), int(n)))(rph, C["cp"]) * shifts
+
+# %% ../../nbs/10_cost/16_steptime.ipynb #cost3x16
+def _costs(model: ModelSpec, C: dict, topo: Topology, links: dict, efficiency, dp_overlap: float = 1.0, allow_uneven: bool = False, *,
+           dtype: str = "bf16", profile=None, tp_overlap=False, flash=True, fused=True, selective_mm=0.0, zero3_regather=True,
+           moe_host_s=None, cp_merge=True, zero3_flat=False, attention="native", contention=None, loss="megatron", ep_overlap=False,
+           grad_accum="fused", ep_dispatch="alltoall") -> dict:
+    "Memory (first and last stage, by category) and step time (by part) of the configurations in columns `C`."
+    if loss not in LOSS_BYTES: raise ValueError(f"loss {loss!r} unknown; use one of {', '.join(LOSS_BYTES)}")
+    if dtype == "fp8" and profile is not None:
+        raise ValueError(f"dtype fp8: machine profile {getattr(profile, 'name', '')!r} measured no float8 matmuls; "
+                         "price fp8 from the datasheet (no profile)")
+    kw = dict(locals())
+    c, w = _counts(model), DTYPE_BYTES[dtype]
+    engine = "supernode_nb" if profile is not None or getattr(topo, "preset", None) == "local" else "megatron"   # whose runtime
+    first, last, mem = _memory(model, C, c, allow_uneven, w, engine, flash)
+    peak = peak_tflops(topo.chip, "bf16" if dtype == "fp8" else dtype)[0] * 1e12   # MFU and HFU against bf16's peak under fp8
+    rate = peak * np.asarray(efficiency, dtype=float)
+    hbm = topo.chip.hbm_GBps if profile is None else profile.memory_GBps
+    rph = _rph(topo, C)
+    o = _options(topo, profile, engine, rph, w, kw)
+    if dtype == "fp8": o["rate8"] = peak_tflops(topo.chip, "fp8")[0] * 1e12 * np.asarray(efficiency, dtype=float)
+    t = _compute(model, C, c, mem, rate, hbm, o)
+    comm = _comm(model, C, mem, links, t, o)
+    sc, pp, v, m = C["sched"], C["pp"], C["v"], mem["m"]
+    penalty = _penalty(model, C, mem, profile, rph)
+    mb_comm = (comm["tp"] + comm["cp"] + comm["ep"]) / np.maximum(m, 1)   # a stage's micro-batch: compute + collectives
+    bub = lambda t_: np.select([pp <= 1, sc == SCHEDULE_CODE["zb-h1"]], [0.0, (pp - 1) / 3], (pp - 1) / v) * (t_["t_mb"] + mb_comm)
+    bubble, other = bub(t), _optimizer_s(model, C, mem, hbm, profile, o)
+    if profile is not None:
+        t, penalty, other, bubble = _profile_terms(model, C, mem, t, comm, penalty, other, bubble, bub, profile, o, w)
+    compute = m * t["t_mb"] + penalty
+    step = compute + bubble + other + sum(comm.values())
+    return _result(model, C, first, last, mem, step, compute, bubble, other, comm, peak, o)
 
 # %% ../../nbs/10_cost/16_steptime.ipynb #ec68d72d
 def _columns(cfgs) -> dict:
