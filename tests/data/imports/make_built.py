@@ -98,7 +98,8 @@ def torchtitan_log() -> str:
            "[rank0]:[titan] 2025-01-01 10:00:05,000 - root - INFO - Model llama3 8B size: 8,030,261,248 total parameters"]
     for step, (loss, tps) in enumerate([(12.25, 4210), (11.80, 5790), (10.95, 5802), (10.31, 5797), (9.88, 5811)], start=1):
         tf, mfu = tps * 6 * 8.03e9 / 1e12 * 1.12, tps * 6 * 8.03e9 / 1e12 * 1.12 / 989 * 100
-        out.append(f"[rank0]:[titan] 2025-01-01 10:00:{10 + step:02d},000 - root - INFO - {c['red']}step: {step:2}  {c['green']}loss: {loss:8.5f}  "
+        head = f"[rank0]:[titan] 2025-01-01 10:00:{10 + step:02d},000 - root - INFO - "
+        out.append(f"{head}{c['red']}step: {step:2}  {c['green']}loss: {loss:8.5f}  "
                    f"{c['orange']}grad_norm: {1.5:7.4f}  {c['turquoise']}memory: {61.27:5.2f}GiB({64.50:.2f}%)  {c['blue']}tps: {tps:,}  "
                    f"{c['cyan']}tflops: {tf:,.2f}  {c['magenta']}mfu: {mfu:.2f}%{c['reset']}")
     return "\n".join(out) + "\n"
@@ -111,8 +112,10 @@ def step_trace_csv() -> str:
     rows = [",".join(MSPROF_HEAD)]
     for step in (1, 2):
         for rank in range(4):
-            comp, nov, ov, free, bub = 81000.0 + 700 * rank + 300 * step, 9200.0 - 400 * rank, 14100.0, 2100.0 + 150 * rank, 1800.0 * (rank % 2)
-            rows.append(",".join(str(x) for x in [step, "rank", rank, comp, nov, ov, nov + ov, free, comp + nov + free - bub, bub, nov - bub, 0.0]))
+            comp, nov, ov = 81000.0 + 700 * rank + 300 * step, 9200.0 - 400 * rank, 14100.0
+            free, bub = 2100.0 + 150 * rank, 1800.0 * (rank % 2)
+            row = [step, "rank", rank, comp, nov, ov, nov + ov, free, comp + nov + free - bub, bub, nov - bub, 0.0]
+            rows.append(",".join(str(x) for x in row))
     return "\n".join(rows) + "\n"
 
 if __name__ == "__main__":
