@@ -37,8 +37,8 @@ class _Stub(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     def create_module(self, spec): m = mock.MagicMock(); m.__path__ = []; m.__spec__ = spec; return m
     def exec_module(self, m): pass
 
-def megatron_parser_rows(repo, tag=MEGATRON_TAG) -> list[tuple]:
-    "Every flag of Megatron-LM's own parser at `tag` (megatron.core from the venv must be that release)."
+def megatron_arguments(repo, tag=MEGATRON_TAG):
+    "Megatron-LM's megatron/training/arguments.py at `tag`, imported over the venv's megatron.core (which must be that release)."
     tmp = tempfile.mkdtemp()
     subprocess.run(f"git -C {repo} archive {tag} megatron/training megatron/legacy | tar -x -C {tmp}", shell=True, check=True)
     warnings.filterwarnings("ignore"); sys.meta_path.insert(0, _Stub()); sys.path.insert(0, tmp)
@@ -46,8 +46,12 @@ def megatron_parser_rows(repo, tag=MEGATRON_TAG) -> list[tuple]:
     from megatron.training import global_vars
     for k in dir(global_vars):
         if k.startswith("get_"): setattr(pkg, k, getattr(global_vars, k))
-    from megatron.training.arguments import add_megatron_arguments
-    p = add_megatron_arguments(argparse.ArgumentParser(allow_abbrev=False))
+    from megatron.training import arguments
+    return arguments
+
+def megatron_parser_rows(repo, tag=MEGATRON_TAG) -> list[tuple]:
+    "Every flag of Megatron-LM's own parser at `tag`."
+    p = megatron_arguments(repo, tag).add_megatron_arguments(argparse.ArgumentParser(allow_abbrev=False))
     return [(s, *_kind(a), a.dest, _choices(a.choices), _default(a.default)) for a in p._actions for s in a.option_strings
             if s.startswith("--") and s != "--help"]
 
