@@ -234,13 +234,14 @@ def _importer_reader():
     return read
 
 
+@pytest.mark.parametrize("to", ["megatron", "mindspeed"])
 @pytest.mark.parametrize("name", NAMES)
-def test_the_log_importer_reads_the_export_back(name):
+def test_the_log_importer_reads_the_export_back(name, to):
     "What `export --to megatron` writes, rendered as the argument dump its run logs, reads back as the same model and layout."
     read = _importer_reader()
     if read is None: pytest.skip("supernode_nb.ops.importer has no reader of Megatron's argument dump yet (the integrator wires it)")
     m, _, c = case(name)
-    log = "using world size: ...\n" + megatron_args_dump(exported(name, "megatron")) + " [2026-12-06] iteration 1/10 | ...\n"
+    log = "using world size: ...\n" + megatron_args_dump(exported(name, to)) + " [2026-12-06] iteration 1/10 | ...\n"
     model, cfg = read(log)
     assert dataclasses.replace(model, name=m) == get_model(m)
     assert cfg == c, {k: (getattr(cfg, k), getattr(c, k)) for k in c.to_dict() if getattr(cfg, k) != getattr(c, k)}
@@ -256,6 +257,9 @@ def test_cli_exports_an_archived_plan(tmp_path, capsys):
     assert cli_export(["--to", "megatron", "--plan-id", str(rid), "--archive", str(arc), "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["config"] == c.to_dict() and out["topology"] == "dgx-h100-superpod" and len(out["nodes"]) == 32
+    assert cli_export(["--to", "torchtitan", "--plan-id", str(rid), "--archive", str(arc), "--out", str(tmp_path / "t.sh")]) == 0
+    text = (tmp_path / "t.sh").read_text()
+    assert text.count("exec torchrun") == 32 and "-m torchtitan.train" in text and "--config llama3_70b" in text
     with pytest.raises(Exception, match="no run with id 999"):
         cli_export(["--to", "megatron", "--plan-id", "999", "--archive", str(arc)])
 
@@ -270,4 +274,5 @@ def test_the_supernode_nb_command_writes_per_node_files(tmp_path):
     assert files == ["export.json", "hostfile", "launch.sh", "node000.sh", "node001.sh", "node002.sh", "node003.sh"]
     node1 = (tmp_path / "out" / "node001.sh").read_text()
     assert "--node-rank 1 --nproc-per-node 8" in node1 and "HCCL_SOCKET_IFNAME=" in node1 and "--enable-zero3" in node1
+    assert "ASCEND_RT_VISIBLE_DEVICES=" in node1 and "CUDA_DEVICE_MAX_CONNECTIONS=1" in node1
     assert subprocess.run(["bash", "-n", str(tmp_path / "out" / "launch.sh")]).returncode == 0   # bash parses it

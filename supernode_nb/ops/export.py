@@ -22,9 +22,9 @@ from ..cost.frameworks import behaviours, resolve_framework
 
 # %% auto #0
 __all__ = ['FRAMEWORKS', 'FLAG_FILES', 'RECOMPUTE_METHODS', 'PROFILES', 'MEGATRON_ORDERS', 'TITAN_CONFIGS', 'TITAN_FALLBACK',
-           'TITAN_SCHEDULES', 'TITAN_ORDER', 'TITAN_AC', 'ENTRY', 'Flag', 'flag_table', 'flag_sources', 'parse_flags',
-           'Knobs', 'profile_knobs', 'megatron_rows', 'rows_argv', 'titan_rows', 'ifname_env', 'node_launch',
-           'framework_env', 'Export', 'export', 'megatron_args', 'megatron_args_dump', 'cli_export']
+           'TITAN_SCHEDULES', 'TITAN_ORDER', 'TITAN_AC', 'ENTRY', 'VENDORS', 'Flag', 'flag_table', 'flag_sources',
+           'parse_flags', 'Knobs', 'profile_knobs', 'megatron_rows', 'rows_argv', 'titan_rows', 'ifname_env',
+           'node_launch', 'framework_env', 'Export', 'export', 'megatron_args', 'megatron_args_dump', 'cli_export']
 
 # %% ../../nbs/50_ops/56_export.ipynb #6cc5e56d
 FRAMEWORKS = ("megatron", "mindspeed", "torchtitan")
@@ -253,7 +253,8 @@ def _tt_layout(m: ModelSpec, c: ParallelConfig, k: Knobs) -> tuple[list[tuple], 
         bad.append(f"rank order {c.order}: torchtitan's mesh is {TITAN_ORDER} (innermost first); its groups will not be this layout's")
     if m.is_moe and c.ep > 1 and (k.etp or c.tp) > 1:
         bad.append(f"etp={k.etp or c.tp}: torchtitan 0.3.0 runs experts without tensor parallelism (EP borrows from dp_shard × cp × tp)")
-    if c.schedule == "zb-h1": bad.append("schedule zb-h1: written as torch's ScheduleInterleavedZeroBubble")
+    if c.schedule == "zb-h1": bad.append("schedule zb-h1: written as torch's ScheduleInterleavedZeroBubble (a multi-stage schedule; "
+                                         "ZB-H1 on one stage per rank has no name of its own there)")
     return r, bad
 
 def _tt_precision(c: ParallelConfig) -> tuple[list[tuple], list[str]]:
@@ -385,9 +386,15 @@ def write(self: Export, out) -> list[str]:
     p.parent.mkdir(parents=True, exist_ok=True); p.write_text(self.script())
     return [str(p)]
 
-# %% ../../nbs/50_ops/56_export.ipynb #7e3be788
-def _notes(to: str, c: ParallelConfig, k: Knobs, beh: dict) -> list[str]:
-    n = [f"overlap as the {beh['profile']} profile prices it (supernode_nb.cost.frameworks; estimate --framework {beh['profile']}): "
+# %% ../../nbs/50_ops/56_export.ipynb #693d6eeb
+VENDORS = {"megatron": "nvidia", "mindspeed": "ascend", "torchtitan": "nvidia"}   # the devices each framework targets first
+
+def _notes(to: str, c: ParallelConfig, k: Knobs, beh: dict, vendor: str) -> list[str]:
+    n = [] if vendor in (VENDORS[to], "cpu") else [
+        f"this topology's devices are {vendor}'s; {to} targets {VENDORS[to]}'s first"
+        + (" (on Ascend: through torch_npu and MindSpeed's adaptor; --to mindspeed writes MindSpeed-LLM's own flags)"
+           if vendor == "ascend" else "")]
+    n += [f"overlap as the {beh['profile']} profile prices it (supernode_nb.cost.frameworks; estimate --framework {beh['profile']}): "
          f"gradient reduce {'on' if k.overlap_grad_reduce else 'off'}" + (f"; {beh['cite']}" if beh["cite"] else "")]
     if to != "torchtitan":
         n.append("--vocab-size is read with --tokenizer-type NullTokenizer; a real tokenizer sets the vocabulary (padded to 128 × tp)")
@@ -430,7 +437,7 @@ def export(model: ModelSpec,                 # the model
     return Export(framework=to, model=model.to_dict(), config=cfg.to_dict(), topology=P.topology.name, rows=rows, nodes=nodes,
                   hostfile="".join(f"{n['host']} slots={n['nproc']}\n" for n in nodes), entry=knobs.script or ENTRY[to],
                   master_port=knobs.master_port, unsupported=bad + bad_nodes,
-                  notes=why + _notes(to, cfg, knobs, beh), sources=sources)
+                  notes=why + _notes(to, cfg, knobs, beh, P.topology.vendor), sources=sources)
 
 # %% ../../nbs/50_ops/56_export.ipynb #391637ad
 def _default(text: str):
@@ -478,7 +485,7 @@ def _export_parser() -> Parser:
     p.add_argument("--framework-release", default=None, help="the profile release whose overlap to follow (cost.frameworks), "
                    "e.g. 0.8 for megatron-core; the flags are checked against fixed releases")
     p.add_argument("--script", default="", help="entry point torchrun starts (default: pretrain_gpt.py / -m torchtitan.train)")
-    p.add_argument("--master-port", type=int, default=29500, help="torchrun's rendezvous port on the first node")
+    p.add_argument("--master-port", type=int, default=29500)
     p.add_argument("--out", default=None,
                    help="a file (the launch script) or a directory (DIR/: launch.sh, node<i>.sh, hostfile, export.json)")
     p.add_argument("--json", action="store_true")
