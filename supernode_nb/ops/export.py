@@ -248,7 +248,7 @@ def _tt_layout(m: ModelSpec, c: ParallelConfig, k: Knobs) -> tuple[list[tuple], 
               ("micro_batch_size", "--parallelism.pipeline_parallel_microbatch_size", c.micro_batch_size),
               ("pp", "--training.disable-cuda-graphs", None)]   # its Trainer.Config: "CUDA graphs do not support pipeline parallelism yet"
     local = c.gbs // c.dp if c.pp > 1 else c.micro_batch_size    # pp: every micro-batch in one step; else accumulated steps
-    r += [("micro_batch_size", "--training.local_batch_size", local), ("global_batch_size", "--training.global_batch_size", c.gbs)]
+    r += [("batch", "--training.local_batch_size", local), ("global_batch_size", "--training.global_batch_size", c.gbs)]
     if "-".join(a for a in c.order.split("-") if a != "ep") != TITAN_ORDER:
         bad.append(f"rank order {c.order}: torchtitan's mesh is {TITAN_ORDER} (innermost first); its groups will not be this layout's")
     if m.is_moe and c.ep > 1 and (k.etp or c.tp) > 1:
@@ -292,7 +292,7 @@ def node_launch(P: Placement) -> tuple[list[dict], list[str]]:
         if ranks != list(range(base, base + k)):
             bad.append(f"node {n['node']} ({n['host']}) holds ranks {ranks[:4]}{'…' if k > 4 else ''}: torchrun numbers node rank "
                        f"{i} as {base}..{base + k - 1}")
-        env = {T.visible_devices_env: ",".join(str(d) for _, d in pairs)} if T.visible_devices_env else {}
+        env = {T.visible_devices_env: ",".join(str(d) for _, d in pairs)} if T.visible_devices_env else {}   # local rank j: rank base+j
         out.append(dict(node_rank=i, node=n["node"], host=n["host"], nproc=k, ranks=ranks, env={**env, **ifname_env(T, n["node"])}))
         base += k
     if len(bad) > 1: bad = [bad[0] + f" (and {len(bad) - 1} more nodes): the placement cannot be launched as placed"]
