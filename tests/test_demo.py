@@ -84,3 +84,14 @@ def test_json_mode_is_the_summary(tmp_path):
     s = json.loads(cli("demo", "--out", str(tmp_path / "d.html"), "--run-steps", "0", "--plotlyjs", "cdn", "--json", env=env))
     assert {"choose", "place", "estimate", "record", "report"} <= set(s) and "run" not in s
     assert s["record"]["plan_id"] is None and s["place"]["world_size"] == s["choose"][0]["top"][0]["devices"]
+
+def test_text_is_formatted(demo):
+    "Figures rounded (no 0.22617157217412406), nothing printed as a raw dict, no line cut short with '…', every tutorial named."
+    from supernode_nb.ui.demo import TUTORIALS
+    text = demo["text"]
+    raw = re.search(r".*\d\.\d{7,}.*", text)
+    assert raw is None, raw[0]
+    assert "{'" not in text and "': " not in text
+    cut = [l for l in text.splitlines() if re.search(r"\S…$", l.rstrip())]     # progress lines end in " …"; a cut line in "x…"
+    assert cut == [], cut
+    assert all(f"{n}.ipynb" in text for n, _ in TUTORIALS)

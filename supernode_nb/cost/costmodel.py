@@ -17,7 +17,8 @@ from .storage import storage_cost, storage_text, StorageCost
 from .memory import (SCHEDULE_CODE, RECOMPUTE_CODE, DTYPE_BYTES, CATEGORIES, DDP_BUCKET_BYTES, step_flops,
                                       activation_bytes_per_layer, in_flight, _counts, _memory, GRAD_ACCUM)
 from .frameworks import resolve_framework, behaviours, FRAMEWORKS
-from .steptime import (AXIS_GROUPS, COMM_AXES, CAUSAL_EXECUTED, EFFICIENCY, FP32_TFLOPS, efficiency_for, peak_tflops, ATTENTION_KERNELS, LOSS_BYTES, TP_OVERLAP, tp_overlap_share,
+from .steptime import (AXIS_GROUPS, COMM_AXES, CAUSAL_EXECUTED, EFFICIENCY, FP32_TFLOPS, efficiency_for, peak_tflops,
+                                         ATTENTION_KERNELS, LOSS_BYTES, TP_OVERLAP, tp_overlap_share,
                                         _analytic_links, _placement_links, _costs, _columns, _compute)
 
 # %% auto #0
@@ -64,7 +65,8 @@ class Estimate:
 def _resolve_topology(topology, world: int) -> Topology:
     if isinstance(topology, str): topology = topology_for(topology, world)
     n = len(topology.healthy_ids())
-    if world > n: raise ConfigError([f"world size {world} > {n} healthy devices of {topology.name} ({topology.num_devices} devices, {len(topology.unhealthy)} unhealthy)"])
+    if world > n: raise ConfigError([f"world size {world} > {n} healthy devices of {topology.name} ({topology.num_devices} devices, "
+                                     f"{len(topology.unhealthy)} unhealthy)"])
     return topology
 
 def _link(topo, g) -> dict:
@@ -91,10 +93,12 @@ def _caveats(model, cfg, profile) -> list[str]:
     return out
 
 def _check(model, cfg, allow_uneven):
+    "`cfg`, or a `ConfigError` listing every constraint it breaks."
     errs = check(model, cfg)
     if allow_uneven: errs = [e for e in errs if "not divisible into pp" not in e]
     hint = " (allow_uneven / --allow-uneven prices Megatron's uneven split: the slowest stage takes ⌈layers / chunks⌉)"
     if errs: raise ConfigError([e + hint if "not divisible into pp" in e else e for e in errs])
+    return cfg
 
 def _with_storage(est, model, cfg, topo, every, async_save):
     "`est` with the data and storage planes' terms (`storage.storage_cost`); a save's hold or a data stall lengthens the step."
@@ -112,7 +116,8 @@ def resolve_dtype(model: ModelSpec,         # the model (bytes_per_param: 2 for 
                   cfg: ParallelConfig,      # the configuration (its dtype)
                   dtype: str | None = None  # an explicit fp32, bf16 or fp8 (float8 linears)
                  ) -> str:
-    "The dtype an estimate prices: `dtype` when given; else the config's bf16; else bf16 for a model stored in 2 bytes (the large presets), fp32 otherwise."
+    ("The dtype an estimate prices: `dtype` when given; else the config's bf16; else bf16 for a model stored in 2 bytes (the large "
+     "presets), fp32 otherwise.")
     if dtype is not None:
         if dtype not in DTYPE_BYTES: raise ValueError(f"dtype {dtype!r} unknown; use fp32, bf16 or fp8")
         return dtype
@@ -150,6 +155,21 @@ def _framework_kw(framework, cfg, dtype, kw, dp_overlap) -> dict:
                ep_dispatch=b["ep_dispatch"])
     return out
 
+def _estimate_of(model, cfg, topo, r, links, mem_fraction, eff, src, dt, pname, **extra) -> Estimate:
+    "The `Estimate` of `_costs`' columns `r` (one configuration): its figures, memory verdict and links, with `extra` fields."
+    f = lambda x: float(np.asarray(x).reshape(-1)[0])
+    limit = mem_fraction * topo.chip.memory_bytes
+    breakdown = {"compute_s": f(r["compute_s"]), "comm_s": {a: f(r["comm"][a]) for a in COMM_AXES},
+                 "bubble_s": f(r["bubble_s"]), "other_s": f(r["other_s"])}
+    return Estimate(model=model.name, config=cfg.to_dict(), topology=topo.name, devices=cfg.world_size,
+                    step_time_s=f(r["step_time_s"]), tokens_per_s=f(r["tokens_per_s"]), tflops_per_device=f(r["tflops_per_device"]),
+                    hw_tflops_per_device=f(r["hw_tflops_per_device"]), mfu=f(r["mfu"]), breakdown=breakdown,
+                    memory_per_device_bytes=f(r["memory"]), memory_breakdown={k: f(v) for k, v in r["memory_breakdown"].items()},
+                    memory_by_stage={"first": f(r["memory_first"]), "last": f(r["memory_last"])}, memory_limit_bytes=limit,
+                    oom=f(r["memory"]) > limit, links={a: _link(topo, links[a]) for a in AXIS_GROUPS}, efficiency=eff,
+                    efficiency_source=src, microbatches=int(f(r["microbatches"])), hfu=f(r["hfu"]), dtype=dt,
+                    peak_tflops=f(r["peak_tflops"]), profile=pname, **extra)
+
 def estimate(model: ModelSpec, cfg: ParallelConfig, topology: Topology | str = "cloudmatrix384", placement=None, *,
              efficiency: float | None = None,   # matmul efficiency; None: the fitted value for the device type
              dp_overlap: float = 1.0,            # share of the compute window data-parallel traffic can hide behind
@@ -176,8 +196,7 @@ def estimate(model: ModelSpec, cfg: ParallelConfig, topology: Topology | str = "
                                                  # behaviour above left at its default; None: the defaults (Megatron-Core's)
              advise: bool = True) -> Estimate:
     "Memory per device and step time of `cfg` for `model` on `topology` (a preset name is sized to fit)."
-    cfg = resolve_batch(cfg)                 # no global batch: the one the CLI and the dashboard settle on (`config.resolve_batch`)
-    _check(model, cfg, allow_uneven)
+    cfg = _check(model, resolve_batch(cfg), allow_uneven)   # no global batch: the CLI's and the dashboard's (`config.resolve_batch`)
     if moe_host_s is not None and not moe_host_s >= 0: raise ValueError(f"moe_host_s={moe_host_s} must be >= 0 (seconds)")
     topo = _resolve_topology(topology if placement is None else placement.topology, cfg.world_size)
     if placement is not None and placement.layout.degrees != cfg.degrees():
@@ -187,25 +206,16 @@ def estimate(model: ModelSpec, cfg: ParallelConfig, topology: Topology | str = "
     if prof is not None: src = f"profile {pname} (measured rates replace the efficiency)"
     C = _columns([cfg])
     links = _placement_links(placement, cfg) if placement is not None else _analytic_links(topo, C, cfg.order)
-    kw = dict(dtype=dt, profile=prof, tp_overlap=tp_overlap, flash=flash, fused=fused, attention=attention, loss=loss, ep_overlap=ep_overlap,
-              moe_host_s=moe_host_s, grad_accum=grad_accum)
+    kw = dict(dtype=dt, profile=prof, tp_overlap=tp_overlap, flash=flash, fused=fused, attention=attention, loss=loss,
+              ep_overlap=ep_overlap, moe_host_s=moe_host_s, grad_accum=grad_accum)
     fw = _framework_kw(framework, cfg, dt, kw, dp_overlap)
-    dp_overlap, tp_overlap, attention, loss, grad_accum = (fw.pop("dp_overlap", dp_overlap), *(kw[k] for k in
-                                                          ("tp_overlap", "attention", "loss", "grad_accum")))
-    kw.update(fw)
+    dp_overlap = fw.pop("dp_overlap", dp_overlap)
+    kw.update(fw)                                           # what the estimate reports is what it priced
+    tp_overlap, attention, loss, grad_accum = (kw[k] for k in ("tp_overlap", "attention", "loss", "grad_accum"))
     r = _costs(model, C, topo, links, eff, dp_overlap, allow_uneven, **kw)
-    f = lambda x: float(np.asarray(x).reshape(-1)[0])
-    limit = mem_fraction * topo.chip.memory_bytes
-    est = Estimate(model.name, cfg.to_dict(), topo.name, cfg.world_size, f(r["step_time_s"]), f(r["tokens_per_s"]),
-                   f(r["tflops_per_device"]), f(r["hw_tflops_per_device"]), f(r["mfu"]),
-                   {"compute_s": f(r["compute_s"]), "comm_s": {a: f(r["comm"][a]) for a in COMM_AXES},
-                    "bubble_s": f(r["bubble_s"]), "other_s": f(r["other_s"])},
-                   f(r["memory"]), {k: f(v) for k, v in r["memory_breakdown"].items()},
-                   {"first": f(r["memory_first"]), "last": f(r["memory_last"])}, limit, f(r["memory"]) > limit,
-                   links={a: _link(topo, links[a]) for a in AXIS_GROUPS}, efficiency=eff, efficiency_source=src,
-                   microbatches=int(f(r["microbatches"])), hfu=f(r["hfu"]), dtype=dt, peak_tflops=f(r["peak_tflops"]), profile=pname,
-                   attention=attention, loss=loss, grad_accum=grad_accum, moe_host_s=r["moe_host_s"], tp_overlap=tp_overlap_share(tp_overlap) * (cfg.tp > 1),
-                   framework=resolve_framework(framework).key if framework else "")
+    est = _estimate_of(model, cfg, topo, r, links, mem_fraction, eff, src, dt, pname, attention=attention, loss=loss,
+                       grad_accum=grad_accum, moe_host_s=r["moe_host_s"], tp_overlap=tp_overlap_share(tp_overlap) * (cfg.tp > 1),
+                       framework=resolve_framework(framework).key if framework else "")
     est = _with_storage(est, model, cfg, topo, checkpoint_every, async_save)
     est.caveats = _caveats(model, cfg, prof)
     if est.oom and advise: est.advice = _advice(model, cfg, topo, est, eff, dp_overlap, mem_fraction, allow_uneven, **kw)
@@ -218,7 +228,7 @@ def _fixes(cfg: ParallelConfig) -> list[tuple[str, ParallelConfig]]:
     if cfg.tp > 1 and not cfg.sequence_parallel: out.append(("sequence_parallel", cfg.replace(sequence_parallel=True)))
     for r in ("selective", "full")[("none", "selective", "full").index(cfg.recompute):]:
         out.append((f"recompute={r}", cfg.replace(recompute=r)))
-    if cfg.micro_batch_size > 1: out.append((f"micro_batch_size={cfg.micro_batch_size // 2}", cfg.replace(micro_batch_size=cfg.micro_batch_size // 2)))
+    if (half := cfg.micro_batch_size // 2) >= 1: out.append((f"micro_batch_size={half}", cfg.replace(micro_batch_size=half)))
     if cfg.dp % 2 == 0:
         out.append((f"tp={cfg.tp * 2}, dp={cfg.dp // 2}", cfg.replace(tp=cfg.tp * 2, dp=cfg.dp // 2)))
         out.append((f"pp={cfg.pp * 2}, dp={cfg.dp // 2}", cfg.replace(pp=cfg.pp * 2, dp=cfg.dp // 2)))
@@ -236,15 +246,19 @@ def _flops(tf) -> str:
 
 def _advice(model, cfg, topo, est, eff, dp_overlap, mem_fraction, allow_uneven, **kw) -> list[str]:
     big = max(est.memory_breakdown, key=est.memory_breakdown.get)
-    out = [f"out of memory: {_gib(est.memory_per_device_bytes)} > {_gib(est.memory_limit_bytes)} per device; biggest: {big} ({_gib(est.memory_breakdown[big])})"]
+    out = [f"out of memory: {_gib(est.memory_per_device_bytes)} > {_gib(est.memory_limit_bytes)} per device; "
+           f"biggest: {big} ({_gib(est.memory_breakdown[big])})"]
     fs, ls = est.memory_by_stage["first"], est.memory_by_stage["last"]
     if cfg.pp > 1 and abs(fs - ls) > 0.1 * max(fs, ls):
-        out.append(f"split unbalanced: first stage {_gib(fs)}, last stage {_gib(ls)} — move layers off the {'first' if fs > ls else 'last'} stage first")
-    cands = [(n, c) for n, c in _fixes(cfg) if not check(model, c) or (allow_uneven and all("not divisible into pp" in e for e in check(model, c)))]
+        heavy = "first" if fs > ls else "last"
+        out.append(f"split unbalanced: first stage {_gib(fs)}, last stage {_gib(ls)} — move layers off the {heavy} stage first")
+    uneven_only = lambda c: allow_uneven and all("not divisible into pp" in e for e in check(model, c))
+    cands = [(n, c) for n, c in _fixes(cfg) if not check(model, c) or uneven_only(c)]
     if cands:
         C = _columns([c for _, c in cands])
         r = _costs(model, C, topo, _analytic_links(topo, C, cfg.order), eff, dp_overlap, allow_uneven, **kw)
-        ok = [(float(r["tokens_per_s"][i]), n, float(r["memory"][i])) for i, (n, _) in enumerate(cands) if r["memory"][i] <= est.memory_limit_bytes]
+        ok = [(float(r["tokens_per_s"][i]), n, float(r["memory"][i])) for i, (n, _) in enumerate(cands)
+              if r["memory"][i] <= est.memory_limit_bytes]
         if ok:
             tps, n, mem = max(ok)
             out.append(f"fix: {n} → {_gib(mem)} per device, {tps:,.0f} tokens/s")
@@ -300,31 +314,37 @@ def loaded_estimate(model: ModelSpec, cfg: ParallelConfig, profile,   # a CPU `M
     step = step_of(parts) if len(seen) == 1 else len(w) / sum(w)
     if step == idle.step_time_s: return idle
     k = idle.step_time_s / step                                    # throughput figures follow the step
-    return replace(idle, step_time_s=step, breakdown=parts, tokens_per_s=idle.tokens_per_s * k, tflops_per_device=idle.tflops_per_device * k,
-                   hw_tflops_per_device=idle.hw_tflops_per_device * k, mfu=idle.mfu * k, hfu=idle.hfu * k)
+    return replace(idle, step_time_s=step, breakdown=parts, tokens_per_s=idle.tokens_per_s * k,
+                   tflops_per_device=idle.tflops_per_device * k, hw_tflops_per_device=idle.hw_tflops_per_device * k,
+                   mfu=idle.mfu * k, hfu=idle.hfu * k)
 
 # %% ../../nbs/10_cost/12_costmodel.ipynb #aef297a7
 def _estimate_text(e: Estimate) -> str:
     b = e.breakdown
     comm = ", ".join(f"{a} {v:.3g}s" for a, v in b["comm_s"].items() if v > 0) or "none"
     mbs, gbs = e.config["micro_batch_size"], ParallelConfig(**e.config).gbs
-    lines = [f"{e.model} on {e.devices} × {e.topology}, global batch {gbs} ({e.microbatches} micro-batch{'es' if e.microbatches != 1 else ''}"
+    plural = "es" if e.microbatches != 1 else ""
+    peak = (f"(fp8 linears, MFU against the bf16 peak {_flops(e.peak_tflops)})" if e.dtype == "fp8"
+            else f"({e.dtype}, peak {_flops(e.peak_tflops)})")
+    lines = [f"{e.model} on {e.devices} × {e.topology}, global batch {gbs} ({e.microbatches} micro-batch{plural}"
              f" of {mbs} per replica): step {e.step_time_s:.3g} s, {e.tokens_per_s:,.0f} tokens/s, "
              f"{_flops(e.tflops_per_device)} per device (model FLOPs), MFU {100 * e.mfu:.1f} %, HFU {100 * e.hfu:.1f} % " +
-             (f"(fp8 linears, MFU against the bf16 peak {_flops(e.peak_tflops)})" if e.dtype == "fp8" else f"({e.dtype}, peak {_flops(e.peak_tflops)})"),
+             peak,
              f"  compute {b['compute_s']:.3g}s | comm {comm} | bubble {b['bubble_s']:.3g}s | other {b['other_s']:.3g}s"
              + (f" | checkpoint {b['checkpoint_s']:.3g}s | data stall {b['data_stall_s']:.3g}s" if "checkpoint_s" in b else ""),
              f"  memory {_gib(e.memory_per_device_bytes)} of {_gib(e.memory_limit_bytes)}: " +
              ", ".join(f"{k} {_gib(v)}" for k, v in e.memory_breakdown.items()) + (" — OUT OF MEMORY" if e.oom else ""),
              f"  links: " + ", ".join(f"{a} {l['level']}" for a, l in e.links.items() if l["group_size"] > 1),
              f"  efficiency {e.efficiency:.3f} ({e.efficiency_source}); profile: {e.profile}"
-             + ("" if e.attention == "native" else f"; attention kernels: {e.attention}") + ("" if e.loss == "megatron" else f"; loss: {e.loss}")
+             + ("" if e.attention == "native" else f"; attention kernels: {e.attention}")
+             + ("" if e.loss == "megatron" else f"; loss: {e.loss}")
              + ("" if e.grad_accum == "fused" else f"; gradients added up after each micro-batch: {e.grad_accum}")
              + (f"; {100 * e.tp_overlap:.0f} % of TP traffic pipelined with the matmuls" if e.tp_overlap else "")
              + (f"; framework {e.framework}" if e.framework else "")]
     if e.storage: lines += [f"  {x}" for x in storage_text(StorageCost(**e.storage))]
-    if e.moe_host_s is not None: lines.append(f"  MoE host hold {1e3 * e.moe_host_s:g} ms per MoE layer and micro-batch (Megatron's "
-                                              "token-count sync, fitted over the published runs: `accuracy`; --moe-host-ms 0 for a sync-free release)")
+    if e.moe_host_s is not None:
+        lines.append(f"  MoE host hold {1e3 * e.moe_host_s:g} ms per MoE layer and micro-batch (Megatron's token-count sync, "
+                     "fitted over the published runs: `accuracy`; --moe-host-ms 0 for a sync-free release)")
     return "\n".join(lines + [f"  {a}" for a in e.advice] + [f"  caveat: {c}" for c in e.caveats])
 
 def _model_topology_args(a, default_model: str = "tiny-gpt"):
@@ -342,8 +362,8 @@ def _check_saves(a, prog: str = _PROG):
         raise UsageError(f"{prog}: error: --checkpoint-every {a.checkpoint_every} must be >= 1 (steps between saves)")
     if a.async_save and a.checkpoint_every is None: raise UsageError(f"{prog}: error: --async-save needs --checkpoint-every N")
 
-def cli_estimate(argv: list[str]) -> int:
-    "supernode-nb estimate: memory per device and step time of one configuration."
+def _estimate_parser() -> Parser:
+    "The options of `supernode-nb estimate`."
     p = Parser(prog=_PROG, description="Estimate memory per device and step time of a configuration on a topology.")
     add_model_args(p); add_parallel_args(p)
     p.add_argument("--topology", default="cloudmatrix384", help=f"preset ({', '.join(TOPOLOGY_PRESETS)}) or a .toml / .json topology file")
@@ -375,17 +395,24 @@ def cli_estimate(argv: list[str]) -> int:
                    f"{', '.join(sorted({f.name for f in FRAMEWORKS.values()}))} (optionally @release); its profile sets what overlaps, "
                    "kernels, ZeRO-3 gathers, gradient accumulation (flags given here win)")
     p.add_argument("--json", action="store_true")
+    return p
+
+def cli_estimate(argv: list[str]) -> int:
+    "supernode-nb estimate: memory per device and step time of one configuration."
+    p = _estimate_parser()
     a = p.parse_args(argv)
     dtype = a.dtype if any(x == "--dtype" or x.startswith("--dtype=") for x in argv) else None   # unset: the model's own
     model, cfg = _model_topology_args(a), config_from_args(a)
     if not 0 < a.mem_fraction <= 1: raise UsageError(f"{_PROG}: error: --mem-fraction {a.mem_fraction} must be in (0, 1]")
     if not 0 <= a.dp_overlap <= 1: raise UsageError(f"{_PROG}: error: --dp-overlap {a.dp_overlap} must be in [0, 1]")
-    if a.efficiency is not None and not 0 < a.efficiency <= 1: raise UsageError(f"{_PROG}: error: --efficiency {a.efficiency} must be in (0, 1]")
+    if a.efficiency is not None and not 0 < a.efficiency <= 1:
+        raise UsageError(f"{_PROG}: error: --efficiency {a.efficiency} must be in (0, 1]")
     if a.moe_host_ms is not None and not a.moe_host_ms >= 0: raise UsageError(f"{_PROG}: error: --moe-host-ms {a.moe_host_ms} must be >= 0")
     _check_saves(a)
     try: e = estimate(model, cfg, a.topology, efficiency=a.efficiency, dp_overlap=a.dp_overlap, mem_fraction=a.mem_fraction,
-                     allow_uneven=a.allow_uneven, dtype=dtype, profile=None if a.profile == "none" else a.profile, tp_overlap=a.tp_overlap, ep_overlap=a.ep_overlap,
-                     flash=not a.no_flash, fused=not a.eager, attention=a.attention, loss=a.loss, grad_accum=a.grad_accum, framework=a.framework,
+                     allow_uneven=a.allow_uneven, dtype=dtype, profile=None if a.profile == "none" else a.profile,
+                     tp_overlap=a.tp_overlap, ep_overlap=a.ep_overlap, flash=not a.no_flash, fused=not a.eager,
+                     attention=a.attention, loss=a.loss, grad_accum=a.grad_accum, framework=a.framework,
                      moe_host_s=None if a.moe_host_ms is None else a.moe_host_ms / 1e3, checkpoint_every=a.checkpoint_every,
                      async_save=a.async_save)
     except ConfigError as err:

@@ -89,10 +89,25 @@ def _run_precheck(ctx: Context) -> Check:
                  next="" if rep.ok else "look at the named ranks and axes", data=jsonable(d), seconds=time.monotonic() - t0)
 
 # %% ../../nbs/50_ops/53_netcheck.ipynb #269ef165
+def _collectives_speed(ctx: Context, res: list[dict], sizes: list[int]) -> Check:
+    "The ranks' all_reduce times (the slowest rank's per size) as busbw, against the local link's bandwidth."
+    from supernode_nb.cost.commbw import busbw
+    perf = {n: max(r["sizes"][n] for r in res) for n in sizes}
+    bw = {n: busbw("all_reduce", n, t, ctx.world) / 1e9 for n, t in perf.items()}
+    ref = topology_of(ctx).levels[0].bandwidth_GBps if ctx.topology == "local" else None
+    best = max(bw.values())
+    data = {"seconds": {str(n): t for n, t in perf.items()}, "busbw_GBps": {str(n): b for n, b in bw.items()}, "reference_GBps": ref}
+    det = ", ".join(f"{n >> 20} MiB {perf[n]*1e3:.1f} ms busbw {bw[n]:.2f} GB/s" for n in sizes)
+    if ref and best < 0.1 * ref:
+        return Check("communication", "collectives", verdict="warn",
+                     detail=f"all_reduce on {ctx.world} ranks: {det} — under 10% of the {ref} GB/s the local topology assumes",
+                     next="look at the CPU load (scheduling layer) and other jobs", data=data)
+    return Check("communication", "collectives", verdict="ok", detail=f"all_reduce on {ctx.world} ranks: {det}" +
+                 (f" (local topology assumes {ref} GB/s)" if ref else ""), next="", data=data)
+
 def check_collectives(ctx: Context) -> list[Check]:
     "Communication layer: `world` local gloo ranks join (link setup) and time all_reduce (busbw against the local link)."
     from supernode_nb.runtime.launch import spawn, LaunchError
-    from supernode_nb.cost.commbw import busbw
 
     if ctx.world < 2:
         return [
@@ -131,26 +146,7 @@ def check_collectives(ctx: Context) -> list[Check]:
         data={"seconds": join, "barrier_s": max(r["barrier_s"] for r in res)},
         seconds=join,
     )
-    perf = {n: max(r["sizes"][n] for r in res) for n in sizes}
-    bw = {n: busbw("all_reduce", n, t, ctx.world) / 1e9 for n, t in perf.items()}
-    ref = topology_of(ctx).levels[0].bandwidth_GBps if ctx.topology == "local" else None
-    best = max(bw.values())
-    data = {"seconds": {str(n): t for n, t in perf.items()}, "busbw_GBps": {str(n): b for n, b in bw.items()}, "reference_GBps": ref}
-    det = ", ".join(f"{n >> 20} MiB {perf[n]*1e3:.1f} ms busbw {bw[n]:.2f} GB/s" for n in sizes)
-    if ref and best < 0.1 * ref:
-        return [
-            link,
-            Check(
-                "communication",
-                "collectives",
-                verdict="warn",
-                detail=f"all_reduce on {ctx.world} ranks: {det} — under 10% of the {ref} GB/s the local topology assumes",
-                next="look at the CPU load (scheduling layer) and other jobs",
-                data=data,
-            ),
-        ]
-    return [link, Check("communication", "collectives", verdict="ok", detail=f"all_reduce on {ctx.world} ranks: {det}" +
-                        (f" (local topology assumes {ref} GB/s)" if ref else ""), next="", data=data)]
+    return [link, _collectives_speed(ctx, res, sizes)]
 
 # %% ../../nbs/50_ops/53_netcheck.ipynb #452b1e6c
 def _placement(ctx: Context):
@@ -247,7 +243,7 @@ def _misbound_io(s: dict, mis: dict, step_s: float) -> tuple[list[str], dict]:
     return parts, cost
 
 def check_storage_binding(ctx: Context) -> list[Check]:
-    "Network layer: checkpoint and sample traffic on their own planes' interfaces; a misbinding priced as a save's write and a step's loading."
+    "Network layer: checkpoints and samples on their own planes' interfaces; a misbinding priced as a save's write and a step's load."
     if not ctx.binding and not ctx.subnets:
         return [
             Check(

@@ -418,7 +418,8 @@ def calibrate(quick: bool = False,              # 2 and 4 ranks, fewer sizes and
     if kind == "cpu":                                     # blocking waits in a real step over their price from the fits
         probed = [w for w in worlds if w in WAIT_PROBES][:1 if quick else None]   # quick: the smallest
         sw = _supervised_waits(m, prof, probed, **(dict(runs=1, steps=4, skip=1) if quick else {}))
-        say("a supervised step's tp waits over their price: " + (", ".join(f"{w} ranks ×{v:.2f}" for w, v in sw["waits"].items()) or "none"))
+        waits = ", ".join(f"{w} ranks ×{v:.2f}" for w, v in sw["waits"].items()) or "none"
+        say(f"a supervised step's tp waits over their price: {waits}")
         prof = replace(prof, waits=sw["waits"], detail=dict(prof.detail, waits=sw["detail"], seconds=round(time.monotonic() - t0, 1)))
     return prof
 

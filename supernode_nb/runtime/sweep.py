@@ -59,7 +59,7 @@ def _sweep_row(i: int, cfg: ParallelConfig, est, runs: list, fails: list, ids: l
                 runs_s=list(runs), failed="; ".join(fails), profile=est.profile, archive_id=ids[-1], archive_ids=list(ids),
                 load_avg=round(os.getloadavg()[0], 2))
 
-# %% ../../nbs/40_runtime/49_sweep.ipynb #e4c2213e
+# %% ../../nbs/40_runtime/49_sweep.ipynb #654c06e8
 @renamed(world="world_size", global_batch="global_batch_size")
 def sweep(model: ModelSpec | str = "tiny-gpt", world_size: int = 4, global_batch_size: int = 8,
           top: int = 4,                          # how many of the planner's best runnable configurations to run
@@ -127,7 +127,8 @@ def cli_sweep(argv: list[str]) -> int:
     p.add_argument("--model", default="tiny-gpt", help="model preset (small enough to run on this machine)")
     add_renamed(p, "--world-size", "--world", dest="world", type=int, default=4, help="local ranks every configuration runs on")
     add_renamed(p, "--global-batch-size", "--global-batch", dest="global_batch", type=int, default=8, help="sequences per step")
-    p.add_argument("--steps", type=int, default=6, help="training steps of each run (the first is not timed)"); p.add_argument("--profile", default="auto", help="profile name, or auto")
+    p.add_argument("--steps", type=int, default=6, help="training steps of each run (the first is not timed)")
+    p.add_argument("--profile", default="auto", help="profile name, or auto")
     p.add_argument("--archive", default=None, help="archive file (default: the user's archive)")
     p.add_argument("--figure", default=None, help="write the predicted-vs-measured figure to this HTML file")
     p.add_argument("--repeats", type=int, default=1, help="runs of each configuration, interleaved (measured: their median)")

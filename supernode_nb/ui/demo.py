@@ -139,7 +139,8 @@ def cli_demo(argv: list[str]) -> int:
     p.add_argument("--model", default="llama3-70b", help="model preset to plan for")
     p.add_argument("--topology", default="cloudmatrix384", help="the machine to plan on and place the choice")
     p.add_argument("--contrast", default="dgx-h100-superpod", help="a second machine to plan on ('none' to skip)")
-    add_renamed(p, "--global-batch-size", "--global-batch", dest="global_batch", type=int, default=512, help="sequences per step to plan for")
+    add_renamed(p, "--global-batch-size", "--global-batch", dest="global_batch", type=int, default=512,
+                help="sequences per step to plan for")
     p.add_argument("--pick", type=int, default=1, help="which of the planner's top configurations to place (1 = fastest)")
     p.add_argument("--strategy", choices=STRATEGIES, default="topology-aware", help="placement strategy of the chosen layout")
     p.add_argument("--out", default="demo.html", help="the HTML report to write")
