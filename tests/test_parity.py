@@ -5,7 +5,7 @@ batches, seed and micro-batch size, and compares per step the loss and every gra
 and at the end every parameter. Tolerances (fp32, `engine.TOLERANCES`):
   SGD:   loss rtol 1e-5; grads and params |Δ| <= 1e-5 + 1e-4·|ref|
   AdamW: loss rtol 1e-4; grads and params |Δ| <= 1e-4 + 1e-3·|ref|  (Adam's g/(|g|+eps) amplifies fp32 noise
-         on near-zero gradients; see nbs/26_engine.ipynb)
+         on near-zero gradients; see nbs/30_parallel/36_engine.ipynb)
 Run with `-s` to see the measured errors.
 """
 import io

@@ -199,6 +199,20 @@ def _assemble(fqn, numel, want_idx, pieces: dict, dtype) -> torch.Tensor:
     return full[want_idx]
 
 # %% ../../nbs/30_parallel/37_checkpoint.ipynb #3d5e5388
+def _overlapping_pieces(md, path: str, want: dict) -> dict[str, dict[str, torch.Tensor]]:
+    "Per full tensor, the saved pieces overlapping the flat indices this rank `want`s (by index range, then exactly)."
+    cand = _needed_runs(md, want)
+    runs = {f"runs/{k}": torch.empty(tuple(md[f"runs/{k}"].size), dtype=torch.int64) for ks in cand.values() for k in ks}
+    _dcp(dcp.load, runs, storage_reader=FileSystemReader(path))
+    use: dict[str, dict[str, torch.Tensor]] = {}
+    for f, ks in cand.items():
+        lo, hi = int(want[f].min()), int(want[f].max())
+        for k in ks:
+            ix = expand_runs(runs[f"runs/{k}"])
+            if ix.numel() and int(ix.max()) >= lo and int(ix.min()) <= hi and bool(torch.isin(ix, want[f]).any()):
+                use.setdefault(f, {})[k] = ix
+    return use
+
 def load(directory, model, optimizer=None, *, spec: ModelSpec, config: ParallelConfig | None = None,
          step: int | None = None, rng: bool = True) -> LoadResult:
     "Load the checkpoint (latest, or `step`) into this rank's model shards and optimizer, resharding as needed (collective)."
@@ -222,17 +236,7 @@ def load(directory, model, optimizer=None, *, spec: ModelSpec, config: ParallelC
     if missing: raise CheckpointError(f"{path} has no tensor(s) {', '.join(missing[:5])}{' …' if len(missing) > 5 else ''}")
     md = FileSystemReader(path).read_metadata().state_dict_metadata
     want = {f: index_map(p, shapes[f]).reshape(-1) for f, p in named}
-    cand = _needed_runs(md, want)
-    runs = {f"runs/{k}": torch.empty(tuple(md[f"runs/{k}"].size), dtype=torch.int64) for ks in cand.values() for k in ks}
-    _dcp(dcp.load, runs, storage_reader=FileSystemReader(path))
-    # the pieces overlapping what this rank needs (by index range, then exactly)
-    use: dict[str, dict[str, torch.Tensor]] = {}
-    for f, ks in cand.items():
-        lo, hi = int(want[f].min()), int(want[f].max())
-        for k in ks:
-            ix = expand_runs(runs[f"runs/{k}"])
-            if ix.numel() and int(ix.max()) >= lo and int(ix.min()) <= hi and bool(torch.isin(ix, want[f]).any()):
-                use.setdefault(f, {})[k] = ix
+    use = _overlapping_pieces(md, path, want)
     opt_names = sorted({k.split("/")[1] for k in md if k.startswith("optim/")}) if optimizer is not None else []
     scal_names = sorted({k.split("/")[1] for k in md if k.startswith("scalar/")}) if optimizer is not None else []
     vals = {}

@@ -153,13 +153,6 @@ def after_step(self: DataParallel) -> bool:
     if self.sync_every == 1 or self.steps % self.sync_every: return False
     self.sync_params(); return True
 
-@patch
-def broadcast_params(self: DataParallel, src: int = 0):
-    "Copy the parameters of group index `src` to every replica (for models not initialised identically)."
-    with torch.no_grad():
-        for b in self.buckets:
-            for p in b.params: self.comm.broadcast(p.data, b.axis, src=src)
-
 # %% ../../nbs/30_parallel/32_dp.ipynb #f46382ef
 def _mlp(seed=0, h=16):
     g = torch.Generator().manual_seed(seed)

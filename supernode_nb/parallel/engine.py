@@ -168,6 +168,26 @@ def _span(self: Engine, name, t0, t1, step, **args):
     self.spans.append({"name": name, "start": t0, "end": t1, "step": step, **args})
 
 @patch
+def _forward_backward(self: Engine, micro: list, step: int) -> tuple[list[float], float]:
+    "(each micro-batch's loss, seconds of pipeline bubble): a loop over micro-batches, or the pipeline schedule."
+    pm, m, now = self.pm, len(micro), time.monotonic
+    if self.schedule is not None:
+        res = run_schedule(self.schedule, pm.chunks, self.comm, [x for x, _ in micro], [y for _, y in micro], pm.loss_fn,
+                           pm.act_shape(), DTYPES[self.cfg.dtype], timer=now, grad_sync=self.ddp)
+        for e in res.timeline.events:
+            if e.kind in ("F", "B", "W"): self._span(e.kind, e.start, e.end, step, microbatch=e.microbatch, chunk=e.chunk)
+        return list(res.losses), res.bubble_s
+    losses = []                                                  # no pipeline: a loop over micro-batches
+    for i, (x, y) in enumerate(micro):
+        a = now()
+        with (self.ddp.no_sync() if self.ddp is not None and i < m - 1 else nullcontext()):
+            loss = pm.loss_fn(pm.chunks[0](x), y)
+            b = now(); (loss / m).backward()
+        losses.append(float(loss.detach())); c = now()
+        self._span("F", a, b, step, microbatch=i); self._span("B", b, c, step, microbatch=i)
+    return losses, 0.0
+
+@patch
 def train_step(self: Engine, step: int, on_grads: Callable | None = None) -> StepRecord:
     "Run training step `step` on this rank; return its measured `StepRecord`."
     cfg, comm, pm, now = self.cfg, self.comm, self.pm, time.monotonic
@@ -181,21 +201,7 @@ def train_step(self: Engine, step: int, on_grads: Callable | None = None) -> Ste
     moes = pm.moe_layers()
     for layer in moes: layer.aux_scale, layer.counts = 1.0 / m, torch.zeros_like(layer.counts)
     t1 = now(); self._span("data", t0, t1, step)
-    if self.schedule is None:                                    # no pipeline: a loop over micro-batches
-        losses, bubble = [], 0.0
-        for i, (x, y) in enumerate(micro):
-            a = now()
-            with (self.ddp.no_sync() if self.ddp is not None and i < m - 1 else nullcontext()):
-                loss = pm.loss_fn(pm.chunks[0](x), y)
-                b = now(); (loss / m).backward()
-            losses.append(float(loss.detach())); c = now()
-            self._span("F", a, b, step, microbatch=i); self._span("B", b, c, step, microbatch=i)
-    else:
-        res = run_schedule(self.schedule, pm.chunks, comm, [x for x, _ in micro], [y for _, y in micro], pm.loss_fn,
-                           pm.act_shape(), DTYPES[cfg.dtype], timer=now, grad_sync=self.ddp)
-        losses, bubble = list(res.losses), res.bubble_s
-        for e in res.timeline.events:
-            if e.kind in ("F", "B", "W"): self._span(e.kind, e.start, e.end, step, microbatch=e.microbatch, chunk=e.chunk)
+    losses, bubble = self._forward_backward(micro, step)
     t2 = now()
     waits_fb = sum(r.wait_s for r in self.rec.records[n0:] if r.axis != "pp")
     compute = (t2 - t1) - bubble - waits_fb
