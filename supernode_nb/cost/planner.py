@@ -17,7 +17,8 @@ from ..foundation.capabilities import backend_for, engine_gap_columns
 from .memory import DTYPE_BYTES, GRAD_ACCUM
 from .steptime import ATTENTION_KERNELS, LOSS_BYTES, TP_OVERLAP
 from .storage import storage_text, StorageCost
-from .costmodel import (resolve_dtype, _resolve_profile, _gib, _check_saves, _costs, _analytic_links, efficiency_for, estimate, CATEGORIES, COMM_AXES,
+from .costmodel import (resolve_dtype, _resolve_profile, _gib, _check_saves, _costs, _analytic_links, efficiency_for,
+                                         estimate, CATEGORIES, COMM_AXES,
                                     SCHEDULE_CODE, RECOMPUTE_CODE)
 
 # %% auto #0
@@ -67,7 +68,8 @@ def _grid(model: ModelSpec, devices: int, global_batch: int, space: SearchSpace,
     keep = (S["pp"] > 1) | ((S["sched"] == sv[0][0]) & (S["v"] == sv[0][1]))   # pp = 1: one schedule is enough
     S = {k: v[keep][:, None] for k, v in S.items()}
     S["gbs"] = np.full_like(S["tp"], global_batch)
-    Vr = _cross(_cross(_cross({}, "zero", list(space.zero)), "rc", [RECOMPUTE_CODE[r] for r in space.recompute]), "sp", list(space.sequence_parallel))
+    Vr = _cross(_cross({}, "zero", list(space.zero)), "rc", [RECOMPUTE_CODE[r] for r in space.recompute])
+    Vr = _cross(Vr, "sp", list(space.sequence_parallel))
     return S, {k: v[None, :] for k, v in Vr.items()}
 
 def enumerate_configs(model: ModelSpec, devices: int, global_batch: int, space: SearchSpace = SearchSpace()) -> dict:
@@ -93,7 +95,8 @@ def _violations(model: ModelSpec, C: dict) -> dict[str, np.ndarray]:
         "experts not divisible by ep": (model.experts % ep != 0) if model.is_moe else ep > 1,
         "global batch not divisible by micro-batch × dp": gbs % (mbs * dp) != 0,
         "1f1b needs micro-batches >= pp": (sched == SCHEDULE_CODE["1f1b"]) & (pp > 1) & (gbs % (mbs * dp) == 0) & (m < pp),
-        "interleaved needs micro-batches a multiple of pp": (sched == SCHEDULE_CODE["interleaved"]) & (pp > 1) & (gbs % (mbs * dp) == 0) & (m % pp != 0),
+        "interleaved needs micro-batches a multiple of pp":
+            (sched == SCHEDULE_CODE["interleaved"]) & (pp > 1) & (gbs % (mbs * dp) == 0) & (m % pp != 0),
         "interleaved needs pp >= 2": (sched == SCHEDULE_CODE["interleaved"]) & (pp < 2),
         "seq_len not divisible by cp": model.seq_len % cp != 0,
         "sequence_parallel needs tp > 1": C["sp"] & (tp == 1),
@@ -190,6 +193,82 @@ from .costmodel import _framework_kw
 from .frameworks import resolve_framework, dp_overlap_columns
 
 @renamed(global_batch="global_batch_size")
+def _validity(model, C, S, Vr, shape, allow_uneven) -> tuple:
+    "(kept, reasons, bad) over the grid: variants worth pricing (SP only with tp > 1), each broken constraint, any broken."
+    keep = np.broadcast_to((S["tp"] > 1) | ~Vr["sp"], shape)            # sequence parallelism only with tp > 1
+    viol = _violations(model, C)
+    if allow_uneven:                                      # the slowest stage takes ⌈l/(pp·v)⌉ layers per chunk; none may go empty
+        viol.pop("layers not divisible into pp × virtual_stages")
+        viol["fewer layers than pp × virtual_stages"] = model.layers < C["pp"] * C["v"]
+    reasons = {k: np.broadcast_to(v, shape) & keep for k, v in viol.items()}
+    return keep, reasons, np.logical_or.reduce(list(reasons.values()))
+
+def _runnable(model, C, topo, shape, dt) -> tuple:
+    "(gaps, runnable): per engine gap the layouts it rules out on the topology's backend, and those none rules out (flat)."
+    cols = engine_gap_columns(model, C, backend_for(topo), SCHEDULE_CODE, dt)
+    gaps = {k: np.broadcast_to(v, shape).reshape(-1) for k, v in cols.items()}
+    return gaps, ~np.logical_or.reduce(list(gaps.values())) if gaps else np.ones(shape[0] * shape[1], bool)
+
+def _top_rows(S, Vr, res, gaps, order, dt) -> list:
+    "The fastest plans that fit, in `order`, each with what this engine lacks to run it here."
+    lacks = lambda i: [k for k, v in gaps.items() if v[i]]
+    picked = zip(_configs(_take(S, Vr, order), range(len(order)), dt), order)
+    return [dict(_row(c, res, i), runnable=not lacks(i), lacks=lacks(i)) for c, i in picked]
+
+def _pareto_rows(S, Vr, res, ok, mem, tps, dt) -> list:
+    "The memory-vs-throughput front among the plans that fit (`ok`), one row each."
+    pi = ok[_pareto(mem[ok], tps[ok])] if len(ok) else ok
+    return [_row(c, res, i) for c, i in zip(_configs(_take(S, Vr, pi), range(len(pi)), dt), pi)]
+
+def _best(model, topl, topo, **est) -> dict | None:
+    "The fastest plan that fits, with its full estimate (`costmodel.estimate`, keywords `est`) and storage."
+    if not topl: return None
+    e = estimate(model, ParallelConfig(**topl[0]["config"]), topo, **est)
+    return dict(topl[0], estimate=e.to_dict(), storage=e.storage)
+
+def _price_grid(model, topo, S, Vr, rw, shape, rows, eff, dp_overlap, allow_uneven, framework, kw, **price) -> dict:
+    "Memory, throughput and step of every (shape, variant) of the grid; only the `rows` with a valid variant are priced."
+    def full(x, fill):                                    # a (rows, variants) result back on the whole grid
+        out = np.full(shape, fill, dtype=float)
+        if len(rows): out[rows] = np.broadcast_to(x, (len(rows), shape[1]))
+        return out
+    Rs, Ss = {}, {k: v[rows] for k, v in S.items()}
+    kw = dict(kw, **_framework_kw(framework, ParallelConfig(tp=2), price["dtype"], kw, dp_overlap))   # a profile's behaviours
+    kw.pop("dp_overlap", None)                            # ... and its reduction's overlap per layout (ZeRO-3, pipelines)
+    dpo = dp_overlap_columns(resolve_framework(framework), Ss["pp"], Vr["zero"]) if framework and dp_overlap == 1.0 else dp_overlap
+    if len(rows):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            links = _analytic_links(topo, Ss, ParallelConfig().order)
+            Rs = _costs(model, {**Ss, **Vr, "rw": rw}, topo, links, eff, dpo, allow_uneven, **price, **kw)
+    get = lambda k: Rs.get(k, 0.0)
+    return dict(memory=full(get("memory"), np.inf), tokens_per_s=full(get("tokens_per_s"), 0.0), world=full(get("world"), 0.0),
+                step_time_s=full(get("step_time_s"), np.inf), mfu=full(get("mfu"), 0.0),
+                memory_breakdown={k: full(Rs["memory_breakdown"][k] if Rs else 0.0, 0.0) for k in CATEGORIES})
+
+def _rejections(reasons, gaps, in_memory, valid, brk, runnable_only) -> dict:
+    "How many layouts each reason rejects: invalid, not runnable here (fits, but this engine cannot run it), out of memory."
+    rejected = {f"invalid: {k}": int(v.sum()) for k, v in reasons.items() if v.any()}
+    if runnable_only:
+        for k, v in gaps.items():
+            if (n := int((in_memory & v).sum())): rejected[f"not runnable here: {k}"] = n
+    oom = valid & ~in_memory
+    if oom.any():
+        big = np.argmax(brk[:, oom], axis=0)
+        for j, k in enumerate(CATEGORIES):
+            if (n := int((big == j).sum())): rejected[f"out of memory (biggest: {k})"] = n
+    return rejected
+
+def _families(S, shape, keep, valid, reasons, fits, res, limit, in_memory, gaps) -> list:
+    "Per (tp, cp, pp, ep) family of layouts: why its variants were rejected, or its best (`_family_reasons`)."
+    kidx = np.flatnonzero(keep.reshape(-1))
+    cols = np.concatenate([S["tp"], S["cp"], S["pp"], S["ep"]], axis=1).astype(np.int64)
+    key = np.zeros(len(cols), dtype=np.int64)             # (tp, cp, pp, ep) as one integer, in their lexicographic order
+    for j in range(4): key = key * (int(cols[:, j].max()) + 1 if len(cols) else 1) + cols[:, j]
+    _, at, inv = np.unique(key, return_index=True, return_inverse=True)
+    fam, inv = cols[at], np.broadcast_to(inv.reshape(-1, 1), shape).reshape(-1)[kidx]
+    return _family_reasons(fam, inv, valid, {k: v.reshape(-1) for k, v in reasons.items()}, fits[kidx], res["memory"],
+                           res["memory_breakdown"], limit, in_memory, gaps, idx=kidx)
+
 def plan(model: ModelSpec, topology: Topology | str, global_batch_size: int, space: SearchSpace = SearchSpace(), *,
          max_devices: int | None = None,      # use at most this many of the healthy devices
          top: int = 10, mem_fraction: float = 0.9, efficiency: float | None = None, dp_overlap: float = 1.0,
@@ -215,36 +294,15 @@ def plan(model: ModelSpec, topology: Topology | str, global_batch_size: int, spa
     S, Vr = _grid(model, N, global_batch_size, space, allow_uneven)
     C = {**S, **Vr}
     shape = (S["tp"].shape[0], Vr["zero"].shape[1])
-    keep = np.broadcast_to((S["tp"] > 1) | ~Vr["sp"], shape)            # sequence parallelism only with tp > 1
-    viol = _violations(model, C)
-    if allow_uneven:                                      # the slowest stage takes ⌈l/(pp·v)⌉ layers per chunk; none may go empty
-        viol.pop("layers not divisible into pp × virtual_stages"); viol["fewer layers than pp × virtual_stages"] = model.layers < C["pp"] * C["v"]
-    reasons = {k: np.broadcast_to(v, shape) & keep for k, v in viol.items()}
-    bad = np.logical_or.reduce(list(reasons.values()))
+    keep, reasons, bad = _validity(model, C, S, Vr, shape, allow_uneven)
     eff = efficiency_for(topo.chip, efficiency)[0]
     dt, prof = resolve_dtype(model, ParallelConfig(), dtype), _resolve_profile(profile, topo)[0]
     C["rw"] = DTYPE_BYTES[ParallelConfig().reduce_dtype]
     rows = np.flatnonzero((keep & ~bad).any(axis=1))      # price only the shapes with a valid variant (most are not)
-    def full(x, fill):                                    # a (rows, variants) result back on the whole grid
-        out = np.full(shape, fill, dtype=float)
-        if len(rows): out[rows] = np.broadcast_to(x, (len(rows), shape[1]))
-        return out
-    Rs, Ss = {}, {k: v[rows] for k, v in S.items()}
-    kw = dict(attention=attention, tp_overlap=tp_overlap, loss=loss, ep_overlap=ep_overlap, moe_host_s=moe_host_s, grad_accum=grad_accum,
-              flash=True, fused=True)
-    kw.update(_framework_kw(framework, ParallelConfig(tp=2), dt, kw, dp_overlap))   # a profile's behaviours (tp's where tp > 1)
-    kw.pop("dp_overlap", None)                            # ... and its reduction's overlap per layout (ZeRO-3, pipelines)
-    dpo = dp_overlap_columns(resolve_framework(framework), Ss["pp"], Vr["zero"]) if framework and dp_overlap == 1.0 else dp_overlap
-    if len(rows):
-        with np.errstate(divide="ignore", invalid="ignore"):
-            Rs = _costs(model, {**Ss, **Vr, "rw": C["rw"]}, topo, _analytic_links(topo, Ss, ParallelConfig().order), eff, dpo,
-                        allow_uneven, dtype=dt, profile=prof, **kw)
-    get = lambda k: Rs.get(k, 0.0)
-    R = dict(memory=full(get("memory"), np.inf), tokens_per_s=full(get("tokens_per_s"), 0.0), world=full(get("world"), 0.0),
-             step_time_s=full(get("step_time_s"), np.inf), mfu=full(get("mfu"), 0.0),
-             memory_breakdown={k: full(Rs["memory_breakdown"][k] if Rs else 0.0, 0.0) for k in CATEGORIES})
-    gaps = {k: np.broadcast_to(v, shape).reshape(-1) for k, v in engine_gap_columns(model, C, backend_for(topo), SCHEDULE_CODE, dt).items()}
-    runnable = ~np.logical_or.reduce(list(gaps.values())) if gaps else np.ones(shape[0] * shape[1], bool)
+    kw = dict(attention=attention, tp_overlap=tp_overlap, loss=loss, ep_overlap=ep_overlap, moe_host_s=moe_host_s,
+              grad_accum=grad_accum, flash=True, fused=True)
+    R = _price_grid(model, topo, S, Vr, C["rw"], shape, rows, eff, dp_overlap, allow_uneven, framework, kw, dtype=dt, profile=prof)
+    gaps, runnable = _runnable(model, C, topo, shape, dt)
     flat = lambda x: np.broadcast_to(x, shape).reshape(-1)
     limit = mem_fraction * topo.chip.memory_bytes
     valid = (keep & ~bad).reshape(-1)
@@ -252,44 +310,23 @@ def plan(model: ModelSpec, topology: Topology | str, global_batch_size: int, spa
     brk = np.stack([flat(R["memory_breakdown"][k]) for k in CATEGORIES])
     in_memory = valid & (mem <= limit)
     fits = in_memory & (runnable if runnable_only else True)
-    rejected = {f"invalid: {k}": int(v.sum()) for k, v in reasons.items() if v.any()}
-    if runnable_only:                                    # fits in memory, but this engine cannot run it here
-        for k, v in gaps.items():
-            if (n := int((in_memory & v).sum())): rejected[f"not runnable here: {k}"] = n
-    oom = valid & ~in_memory
-    if oom.any():
-        big = np.argmax(brk[:, oom], axis=0)
-        for j, k in enumerate(CATEGORIES):
-            if (n := int((big == j).sum())): rejected[f"out of memory (biggest: {k})"] = n
+    rejected = _rejections(reasons, gaps, in_memory, valid, brk, runnable_only)
     res = dict(memory=np.where(valid, mem, np.inf), tokens_per_s=tps, world=world, step_time_s=flat(R["step_time_s"]), mfu=flat(R["mfu"]),
                memory_breakdown={k: brk[j] for j, k in enumerate(CATEGORIES)})
     kidx = np.flatnonzero(keep.reshape(-1))
-    cols = np.concatenate([S["tp"], S["cp"], S["pp"], S["ep"]], axis=1).astype(np.int64)
-    key = np.zeros(len(cols), dtype=np.int64)             # (tp, cp, pp, ep) as one integer, in their lexicographic order
-    for j in range(4): key = key * (int(cols[:, j].max()) + 1 if len(cols) else 1) + cols[:, j]
-    _, at, inv = np.unique(key, return_index=True, return_inverse=True)
-    fam, inv = cols[at], np.broadcast_to(inv.reshape(-1, 1), shape).reshape(-1)[kidx]
-    families = _family_reasons(fam, inv, valid, {k: v.reshape(-1) for k, v in reasons.items()}, fits[kidx], res["memory"],
-                               res["memory_breakdown"], limit, in_memory, gaps if runnable_only else {}, idx=kidx)
+    families = _families(S, shape, keep, valid, reasons, fits, res, limit, in_memory, gaps if runnable_only else {})
     ok = np.flatnonzero(fits)
-    order = _top(tps, mem, world, ok, top)
-    lacks = lambda i: [k for k, v in gaps.items() if v[i]]
-    topl = [dict(_row(c, res, i), runnable=not lacks(i), lacks=lacks(i)) for c, i in zip(_configs(_take(S, Vr, order), range(len(order)), dt), order)]
-    best = None
-    if len(order):
-        best = dict(topl[0])
-        e = estimate(model, ParallelConfig(**topl[0]["config"]), topo, efficiency=efficiency, dp_overlap=dp_overlap, mem_fraction=mem_fraction,
-                     allow_uneven=allow_uneven,
-                     dtype=dt, profile=prof, attention=attention, tp_overlap=tp_overlap, loss=loss, ep_overlap=ep_overlap,
-                     moe_host_s=moe_host_s, grad_accum=grad_accum, checkpoint_every=checkpoint_every, async_save=async_save,
-                     framework=framework)
-        best["estimate"], best["storage"] = e.to_dict(), e.storage
-    pi = ok[_pareto(mem[ok], tps[ok])] if len(ok) else ok
-    par = [_row(c, res, i) for c, i in zip(_configs(_take(S, Vr, pi), range(len(pi)), dt), pi)]
-    return Plan(model.name, topo.name, healthy, global_batch_size, len(kidx), int(valid.sum()), int(fits.sum()), best, topl,
-                rejected, families, par, time.perf_counter() - t0, space.to_dict(),
-                dict(C=_take(S, Vr, ok), R={k: res[k][ok] for k in ("memory", "tokens_per_s", "world")},
-                     fits=np.ones(len(ok), bool), limit=limit))
+    topl = _top_rows(S, Vr, res, gaps, _top(tps, mem, world, ok, top), dt)
+    best = _best(model, topl, topo, efficiency=efficiency, dp_overlap=dp_overlap, mem_fraction=mem_fraction, allow_uneven=allow_uneven,
+                 dtype=dt, profile=prof, attention=attention, tp_overlap=tp_overlap, loss=loss, ep_overlap=ep_overlap,
+                 moe_host_s=moe_host_s, grad_accum=grad_accum, checkpoint_every=checkpoint_every, async_save=async_save,
+                 framework=framework)
+    par = _pareto_rows(S, Vr, res, ok, mem, tps, dt)
+    kept = {k: res[k][ok] for k in ("memory", "tokens_per_s", "world")}   # the plans that fit, for figures
+    cols = dict(C=_take(S, Vr, ok), R=kept, fits=np.ones(len(ok), bool), limit=limit)
+    return Plan(model=model.name, topology=topo.name, healthy_devices=healthy, global_batch=global_batch_size, searched=len(kidx),
+                valid=int(valid.sum()), fitting=int(fits.sum()), best=best, top=topl, rejected=rejected, families=families,
+                pareto=par, elapsed_s=time.perf_counter() - t0, space=space.to_dict(), _cols=cols)
 
 # %% ../../nbs/10_cost/13_planner.ipynb #75f13938
 def pareto_figure(p: Plan, max_points: int = 3000, seed: int = 0):
@@ -300,9 +337,11 @@ def pareto_figure(p: Plan, max_points: int = 3000, seed: int = 0):
         R, ok = p._cols["R"], np.flatnonzero(p._cols["fits"])
         pick = ok if len(ok) <= max_points else np.random.default_rng(seed).choice(ok, max_points, replace=False)
         C = p._cols["C"]
-        text = [f"tp{C['tp'][i]} cp{C['cp'][i]} pp{C['pp'][i]} dp{C['dp'][i]} ep{C['ep'][i]} mbs{C['mbs'][i]} z{C['zero'][i]}" for i in pick]
+        label = lambda i: f"tp{C['tp'][i]} cp{C['cp'][i]} pp{C['pp'][i]} dp{C['dp'][i]} ep{C['ep'][i]} mbs{C['mbs'][i]} z{C['zero'][i]}"
+        text = [label(i) for i in pick]
         fig.add_scatter(x=R["memory"][pick] / GiB, y=R["tokens_per_s"][pick], mode="markers", name="fits",
-                        marker=dict(size=4, color=R["world"][pick], colorscale="Viridis", showscale=True, colorbar=dict(title="devices")), text=text)
+                        marker=dict(size=4, color=R["world"][pick], colorscale="Viridis", showscale=True,
+                                    colorbar=dict(title="devices")), text=text)
     fig.add_scatter(x=[r["memory_per_device_bytes"] / GiB for r in p.pareto], y=[r["tokens_per_s"] for r in p.pareto],
                     mode="lines+markers", name="Pareto front", line=dict(color="crimson"))
     if p.best: fig.add_scatter(x=[p.best["memory_per_device_bytes"] / GiB], y=[p.best["tokens_per_s"]], mode="markers",
@@ -314,12 +353,13 @@ def pareto_figure(p: Plan, max_points: int = 3000, seed: int = 0):
     return fig
 
 # %% ../../nbs/10_cost/13_planner.ipynb #0aca0807
-def scaling_table(model: ModelSpec, topology: str, global_batch: int, devices=(64, 128, 256, 512, 1024), weak: bool = False, **kw):
+@renamed(global_batch="global_batch_size")
+def scaling_table(model: ModelSpec, topology: str, global_batch_size: int, devices=(64, 128, 256, 512, 1024), weak: bool = False, **kw):
     "Best plan per device count: tokens/s, per device, speed-up per doubling, efficiency (pandas DataFrame)."
     import pandas as pd
     rows = []
     for n in devices:
-        B = global_batch * n // devices[0] if weak else global_batch
+        B = global_batch_size * n // devices[0] if weak else global_batch_size
         p = plan(model, topology_for(topology, n), B, max_devices=n, **kw)
         b = p.best
         rows.append(dict(devices=n, global_batch=B, used=b["devices"] if b else 0, tokens_per_s=b["tokens_per_s"] if b else 0.0,
@@ -358,16 +398,18 @@ def _plan_text(p: Plan, families: int = 8) -> str:
     out.append("rejected: " + ", ".join(f"{k} ({v:,})" for k, v in sorted(p.rejected.items(), key=lambda x: -x[1])))
     out += [f"  tp{f['tp']} cp{f['cp']} pp{f['pp']} ep{f['ep']}: {f['reason']}" for f in p.families[:families]]
     if len(p.families) > families: out.append(f"  ... {len(p.families) - families} more families (see --json)")
-    if p.best and p.best.get("storage"): out += ["best plan's storage and data planes:"] + [f"  {x}" for x in storage_text(StorageCost(**p.best["storage"]))]
+    if p.best and p.best.get("storage"):
+        out += ["best plan's storage and data planes:"] + [f"  {x}" for x in storage_text(StorageCost(**p.best["storage"]))]
     return "\n".join(out)
 
-def cli_plan(argv: list[str]) -> int:
-    "supernode-nb plan: the fastest configurations that fit, and why the rest do not. Exit 1 when none fits."
+def _plan_parser() -> Parser:
+    "The options of `supernode-nb plan`."
     p = Parser(prog=_PROG, description="Search every configuration of a model on a topology for a global batch.")
     add_model_args(p)
     p.add_argument("--topology", default="cloudmatrix384", help=f"preset ({', '.join(TOPOLOGY_PRESETS)}) or a .toml / .json topology file")
     p.add_argument("--devices", type=int, default=None, help="devices to plan for (default: the preset's default size)")
-    add_renamed(p, "--global-batch-size", "--global-batch", dest="global_batch", type=int, default=None, help="sequences per step (required)")
+    add_renamed(p, "--global-batch-size", "--global-batch", dest="global_batch", type=int, default=None,
+                help="sequences per step (required)")
     p.add_argument("--top", type=int, default=10, help="how many of the fastest plans to list")
     p.add_argument("--mem-fraction", type=float, default=0.9, help="usable share of device memory (the rest for fragmentation, buffers)")
     p.add_argument("--min-devices", type=int, default=None, help="plans on at least this many devices (default: any)")
@@ -375,13 +417,15 @@ def cli_plan(argv: list[str]) -> int:
     p.add_argument("--dtype", choices=DTYPES, default=None, help="compute dtype (default: the model's own; fp8: float8 linears)")
     p.add_argument("--runnable", action="store_true", help="only plans this engine can run on the topology's backend")
     p.add_argument("--profile", default="auto", help="machine profile: auto, a saved name, or none")
-    p.add_argument("--attention", choices=ATTENTION_KERNELS, default="native", help="attention kernels: native, or fa2 (PyTorch SDPA, Triton)")
+    p.add_argument("--attention", choices=ATTENTION_KERNELS, default="native",
+                   help="attention kernels: native, or fa2 (PyTorch SDPA, Triton)")
     p.add_argument("--loss", choices=LOSS_BYTES, default="megatron", help="the loss over the vocabulary as written: megatron, "
                    "megatron-fused, eager or fused")
     p.add_argument("--grad-accum", choices=GRAD_ACCUM, default="fused", help="how gradients add up over micro-batches, as estimate "
                    "prices it: fused (Megatron), autograd (DeepSpeed's pipeline engine) or fp32 (its bf16 optimizer)")
     p.add_argument("--tp-overlap", nargs="?", const="te", default=False, choices=TP_OVERLAP, help="TP communication pipelined with the "
-                   "matmuls, as estimate prices it (te alone: Megatron --tp-comm-overlap; torch: async TP): inside the scale-up domain only")
+                   "matmuls, as estimate prices it (te alone: Megatron --tp-comm-overlap; torch: async TP): inside the scale-up "
+                   "domain only")
     p.add_argument("--ep-overlap", action="store_true", help="MoE all-to-alls beside another micro-batch's compute "
                    "(Megatron --overlap-moe-expert-parallel-comm, DualPipe), as estimate prices it")
     p.add_argument("--moe-host-ms", type=float, default=None, help="ms per MoE layer and micro-batch Megatron's synced dispatch "
@@ -394,6 +438,11 @@ def cli_plan(argv: list[str]) -> int:
     p.add_argument("--framework", default=None, metavar="NAME[@RELEASE]", help="price every layout as this framework runs it "
                    "(`supernode-nb estimate --help` lists them); flags given here win")
     p.add_argument("--json", action="store_true")
+    return p
+
+def cli_plan(argv: list[str]) -> int:
+    "supernode-nb plan: the fastest configurations that fit, and why the rest do not. Exit 1 when none fits."
+    p = _plan_parser()
     a = p.parse_args(argv)
     _check_saves(a, _PROG)
     if a.global_batch is None: p.error("the following arguments are required: --global-batch-size")
@@ -404,13 +453,15 @@ def cli_plan(argv: list[str]) -> int:
     for k in ("devices", "global_batch", "top"):
         if getattr(a, k) is not None and getattr(a, k) < 1: raise UsageError(f"{_PROG}: error: --{k.replace('_', '-')} must be >= 1")
     if not 0 < a.mem_fraction <= 1: raise UsageError(f"{_PROG}: error: --mem-fraction {a.mem_fraction} must be in (0, 1]")
-    if a.efficiency is not None and not 0 < a.efficiency <= 1: raise UsageError(f"{_PROG}: error: --efficiency {a.efficiency} must be in (0, 1]")
+    if a.efficiency is not None and not 0 < a.efficiency <= 1:
+        raise UsageError(f"{_PROG}: error: --efficiency {a.efficiency} must be in (0, 1]")
     if a.moe_host_ms is not None and not a.moe_host_ms >= 0: raise UsageError(f"{_PROG}: error: --moe-host-ms {a.moe_host_ms} must be >= 0")
     topo = topology_for(a.topology, a.devices) if a.devices else get_topology(a.topology)
     try: res = plan(model, topo, a.global_batch, SearchSpace(min_devices=a.min_devices), max_devices=a.devices, top=a.top,
                     mem_fraction=a.mem_fraction, efficiency=a.efficiency, dtype=a.dtype, runnable_only=a.runnable,
                     profile=None if a.profile == "none" else a.profile, attention=a.attention, tp_overlap=a.tp_overlap,
-                    loss=a.loss, grad_accum=a.grad_accum, ep_overlap=a.ep_overlap, moe_host_s=None if a.moe_host_ms is None else a.moe_host_ms / 1e3,
+                    loss=a.loss, grad_accum=a.grad_accum, ep_overlap=a.ep_overlap,
+                    moe_host_s=None if a.moe_host_ms is None else a.moe_host_ms / 1e3,
                     allow_uneven=a.allow_uneven, checkpoint_every=a.checkpoint_every, async_save=a.async_save, framework=a.framework)
     except ValueError as e: raise UsageError(f"{_PROG}: error: {e}") from None
     from supernode_nb.foundation.store import auto_record, archive_note

@@ -8,7 +8,7 @@ Docs: https://supernode-nb.github.io/supernode_nb/60_ui/demo.html.md"""
 from __future__ import annotations
 import html, json, os, time
 from pathlib import Path
-from ..foundation.core import Parser, UsageError, emit, add_renamed
+from ..foundation.core import Parser, UsageError, emit, add_renamed, renamed
 from ..foundation.config import ConfigError, ParallelConfig
 from ..foundation.placement import PlacementError, STRATEGIES
 from ..foundation.topology import TopologyError, get_topology
@@ -55,8 +55,9 @@ STEP_TITLES = {1: "Choose", 2: "Place", 3: "Estimate", 4: "Run small", 5: "Recor
 def _head(n: int) -> str: return f"{n} {STEP_TITLES[n]} — {STEP_SENTENCES[n]}"
 
 # %% ../../nbs/60_ui/63_demo.ipynb #cc986123
+@renamed(global_batch="global_batch_size")
 def demo(model: str = "llama3-70b", topology: str = "cloudmatrix384", contrast: str | None = "dgx-h100-superpod",
-         global_batch: int = 512, pick: int = 1, strategy: str = "topology-aware", run_steps: int = 10,
+         global_batch_size: int = 512, pick: int = 1, strategy: str = "topology-aware", run_steps: int = 10,
          say=print) -> tuple[list[dict], dict]:
     "The five steps: (report steps, summary). `say` gets each line of text as it comes (None: quiet)."
     say = say or (lambda *_: None)
@@ -64,7 +65,7 @@ def demo(model: str = "llama3-70b", topology: str = "cloudmatrix384", contrast: 
     def step(n, text, figures, **data):
         say(_head(n)); say(text); S.update(data)
         steps.append(dict(n=n, title=STEP_TITLES[n], sentence=STEP_SENTENCES[n], text=text, figures=figures))
-    ch = choose(model, (topology,) + ((contrast,) if contrast else ()), global_batch, progress=say)
+    ch = choose(model, (topology,) + ((contrast,) if contrast else ()), global_batch_size, progress=say)
     step(1, choose_text(ch), [choose_figure(ch)], choose=ch)
     cfg = ParallelConfig(**ch[0]["top"][min(pick, len(ch[0]["top"])) - 1]["config"])
     P, pl = demo_placement(model, topology, cfg, strategy)
@@ -149,7 +150,7 @@ def cli_demo(argv: list[str]) -> int:
     p.add_argument("--json", action="store_true")
     a = p.parse_args(argv)
     if a.run_steps < 0: p.error(f"--run-steps {a.run_steps} must be >= 0")
-    if a.pick < 1 or a.global_batch < 1: p.error("--pick and --global-batch must be >= 1")
+    if a.pick < 1 or a.global_batch < 1: p.error("--pick and --global-batch-size must be >= 1")
     for t in (a.topology, a.contrast):
         if t in ("none", None): continue
         try: get_topology(t)                            # a preset's name or a topology file
