@@ -435,7 +435,8 @@ def import_run(paths,                               # files or folders: a log, a
 # %% ../../nbs/50_ops/54_importer.ipynb #c8244950
 _CFG_FLAGS = {"tp": "tp", "pp": "pp", "dp": "dp", "ep": "ep", "cp": "cp", "order": "order", "sequence_parallel": "sequence_parallel",
               "micro_batch": "micro_batch_size", "global_batch": "global_batch_size", "schedule": "schedule",
-              "virtual_stages": "virtual_stages", "zero": "zero", "recompute": "recompute", "dtype": "dtype", "reduce_dtype": "reduce_dtype"}
+              "virtual_stages": "virtual_stages", "zero": "zero", "recompute": "recompute", "dtype": "dtype",
+              "reduce_dtype": "reduce_dtype"}
 
 def _parser() -> Parser:
     p = Parser(prog="supernode-nb import", description="Import a finished run (logs, profiler traces, a step trace CSV) into the "
@@ -479,7 +480,8 @@ def beside(arc: Archive, id: int):
     import pandas as pd
     r = arc.get(id)
     steps = r.measured["steps"][1:] if len(r.measured["steps"]) > 1 else r.measured["steps"]
-    rows, axes = {}, sorted({ax for s in steps for x in s["ranks"] for ax in x.get("comm_s") or {}} | set(r.estimate["breakdown"]["comm_s"]))
+    seen = {ax for s in steps for x in s["ranks"] for ax in x.get("comm_s") or {}}
+    rows, axes = {}, sorted(seen | set(r.estimate["breakdown"]["comm_s"]))
     flat = lambda d: {"compute": d["compute_s"], **{f"comm {ax}": (d.get("comm_s") or {}).get(ax, 0.0) for ax in axes},
                       "bubble": d.get("bubble_s") or 0.0, "data": d.get("data_s") or 0.0, "other": d.get("other_s") or 0.0}
     for x in {x["rank"] for s in steps for x in s["ranks"]}:
