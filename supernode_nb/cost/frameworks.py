@@ -73,7 +73,8 @@ _MEGATRON_2021 = Framework(
         ("flash", f"{_MLM} megatron/model/fused_softmax.py@974d0fa9: FusedScaleMaskSoftmax over the materialised scores"),
         ("grad_accum", f"{_MLM} megatron/arguments.py@974d0fa9: --gradient-accumulation-fusion (fused into the wgrad GEMM)")))
 _MEGATRON_CORE = Framework(
-    name="megatron-core", release="0.8", summary="Megatron-Core with Transformer Engine, as its README's recipes run it (--overlap-grad-reduce)",
+    name="megatron-core", release="0.8", summary="Megatron-Core with Transformer Engine, as its README's recipes run it "
+    "(--overlap-grad-reduce)",
     cites=(
         ("dp_overlap", f"{_MCORE} megatron/core/distributed/distributed_data_parallel_config.py@22e030e9: overlap_grad_reduce, "
                        "on in the README's and the recipes' launch flags (off by default: a run without it states dp_overlap=0)"),
@@ -112,7 +113,8 @@ _MBRIDGE_2606 = replace(
 # %% ../../nbs/10_cost/16a_frameworks.ipynb #7a748669
 _DS = "deepspeedai/DeepSpeed"
 _DEEPSPEED_2021 = Framework(
-    name="deepspeed", release="0.5", summary="DeepSpeed with Megatron-DeepSpeed's GPT (2021-2022): ZeRO, its pipeline engine, fused softmax",
+    name="deepspeed", release="0.5", summary="DeepSpeed with Megatron-DeepSpeed's GPT (2021-2022): ZeRO, its pipeline engine, "
+    "fused softmax",
     dp_overlap=0.0, dp_overlap_zero3=1.0, dp_overlap_pipeline=0.0, flash=False, zero3_flat=True, zero3_regather=True,
     grad_accum="autograd", grad_accum_bf16="fp32", cites=(
         ("dp_overlap", f"{_DS} deepspeed/runtime/zero/config.py: overlap_comm defaults to False for stages 1-2 and True "
@@ -148,7 +150,8 @@ _TORCHTITAN = Framework(
         ("tp_overlap", f"{_TT} torchtitan/models/llama3/infra/parallelize.py@81c12433: async TP only with "
                        "enable_async_tensor_parallel (a run states it)")))
 _FOUNDRY = Framework(
-    name="llm-foundry", release="2023", summary="MosaicML llm-foundry on composer's FSDP (FULL_SHARD): eager, flash-attn 2, fused cross entropy",
+    name="llm-foundry", release="2023", summary="MosaicML llm-foundry on composer's FSDP (FULL_SHARD): eager, flash-attn 2, "
+    "fused cross entropy",
     fused=False, attention="fa2", loss="fused", zero3_regather=False, cites=(
         ("attention", "mosaicml/llm-foundry llmfoundry/models/layers/attention.py: flash_attn_func (FA2)"),
         ("loss", "mosaicml/llm-foundry llmfoundry/models/mpt/modeling_mpt.py: flash_attn's CrossEntropyLoss (fused)"),
