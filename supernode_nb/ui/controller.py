@@ -6,7 +6,7 @@ Docs: https://supernode-nb.github.io/supernode_nb/60_ui/controller.html.md"""
 
 # %% ../../nbs/60_ui/64_controller.ipynb #6705593b
 from __future__ import annotations
-import queue, threading, time, traceback
+import collections, queue, threading, time, traceback
 from typing import Callable
 from fastcore.basics import patch
 from ..foundation.config import ConfigError
@@ -222,7 +222,7 @@ class ReplayRun(RunHandle):
                  per_poll: int = 1,                    # records a poll returns (`world`: a step at a time)
                  slow: dict[int, float] | None = None):  # rank -> factor on its compute: planted stragglers
         self._init_handle(world)
-        self.recs = synthetic_records(world, steps, slow=slow)
+        self.recs = collections.deque(synthetic_records(world, steps, slow=slow))   # popped from the left, a step at a time
         self.delay, self.fail, self.endless, self.stopped, self.per_poll = delay, fail, endless, False, per_poll
     def poll(self) -> list[dict]:
         time.sleep(self.delay)
@@ -241,11 +241,13 @@ class ReplayRun(RunHandle):
                 left=[],
             )
         n = min(self.per_poll, len(self.recs)) if self.report is None else 0
-        return self._got([self.recs.pop(0) for _ in range(n)])
+        return self._got([self.recs.popleft() for _ in range(n)])
     def status(self) -> dict[int, str]: return {r: "running" if self.recs or self.endless else "done" for r in range(self.world)}
     def wait(self, timeout=None) -> list:
         if self.report: raise RunFailed(self.report)
-        return [{"rank": r, "losses": {x["step"]: x["loss"] for x in self.records if x["rank"] == r}} for r in range(self.world)]
+        losses = {r: {} for r in range(self.world)}
+        for x in self.records: losses[x["rank"]][x["step"]] = x["loss"]          # one pass: 8,192 ranks replay too
+        return [{"rank": r, "losses": losses[r]} for r in range(self.world)]
     def cancel(self) -> dict[int, str]: self.stopped = True; return {r: "cancelled" for r in range(self.world)}
 
 class ReplayLauncher:

@@ -215,42 +215,45 @@ def update_live(fig, log: RunLog,
     "Fill the live figure's traces from `log` in place (one batch): numpy arrays, no trace per rank past `SMALL_WORLD`; the summary drawn."
     rm = rm or rank_map(world=log.world)
     ls = live_stats(log, rm, by=by, last=last)
+    tr = {t.name: t for t in fig.data}                   # one pass: a name lookup per trace costs more than the update
     ctx = fig.batch_update() if isinstance(fig, go.FigureWidget) else _nullctx()
     with ctx:
-        if log.world <= SMALL_WORLD: _fill_ranks(fig, log, estimate, slow)
-        else: _fill_groups(fig, ls, estimate)
-        for k, (x, y) in _spread(ls.wall, ls.steps).items(): t = _trace(fig, k); t.x, t.y = x, y
+        if log.world <= SMALL_WORLD: _fill_ranks(tr, log, estimate, slow)
+        else: _fill_groups(tr, ls, estimate)
+        for k, (x, y) in _spread(ls.wall, ls.steps).items(): tr[k].x, tr[k].y = x, y
         z, ylab = heat_rows(ls.wall)
-        t = _trace(fig, "rank × step"); t.z, t.x, t.y = z.astype(np.float32), ls.steps, ylab   # float32: half the bytes
+        t = tr["rank × step"]; t.z, t.x = z.astype(np.float32), ls.steps   # float32: half the bytes
+        key = (id(t), log.world, len(ylab))                     # the row labels: sent once per figure and binning
+        if getattr(fig, "_snb_rows", None) != key: t.y, fig._snb_rows = ylab, key
         done = log.complete_steps()
-        t = _trace(fig, "estimated step")
+        t = tr["estimated step"]
         t.x, t.y = ([done[0], done[-1]], [sum(estimate.values())] * 2) if estimate and done else ([], [])
-        t = _trace(fig, "loss"); t.x, t.y = log.loss()
-        t = _trace(fig, "tokens/s"); t.x, t.y = log.throughput()
-        t = _trace(fig, "experts")
+        for name, (x, y) in (("loss", log.loss()), ("tokens/s", log.throughput())):
+            tr[name].x, tr[name].y = np.asarray(x), np.asarray(y)
+        t = tr["experts"]
         if len(t.x): load = log.expert_load(); t.x, t.y = list(range(len(load))), load    # MoE only: the figure was made with experts
     return ls
 
-def _fill_ranks(fig, log: RunLog, estimate, slow):
+def _fill_ranks(tr: dict, log: RunLog, estimate, slow):
     "A small world: a bar and a line per rank."
     b = log.breakdown()
     x = [f"rank {r}" + (" 🐢" if r in slow else "") for r in range(log.world)] + (["estimate"] if estimate else [])
     for p in PARTS:
-        t = _trace(fig, p); t.x = x; t.y = b[p] + ([estimate.get(p, 0.0)] if estimate else [])
+        t = tr[p]; t.x = x; t.y = b[p] + ([estimate.get(p, 0.0)] if estimate else [])
     for r in range(log.world):
         ss, ws = log.series("wall_s", r)
-        t = _trace(fig, f"rank {r}"); t.x, t.y = ss, ws
+        t = tr[f"rank {r}"]; t.x, t.y = ss, ws
 
-def _fill_groups(fig, ls: LiveStats, estimate):
+def _fill_groups(tr: dict, ls: LiveStats, estimate):
     "A large world: per group, the median of each part, the p90 and the slowest rank's step; hover: p10, median, p90, max."
     x = list(ls.labels) + (["estimate"] if estimate else [])
     for j, p in enumerate(PARTS):
         q = ls.quantiles[:, :, j]
-        t = _trace(fig, p)
+        t = tr[p]
         t.x, t.y = x, np.append(q[:, 1], [estimate.get(p, 0.0)] if estimate else [])
         t.customdata = np.vstack([q, np.full((1, q.shape[1]), np.nan)]) if estimate else q
-    t = _trace(fig, "group p90"); t.x, t.y = ls.labels, ls.step_q[:, 2]
-    t = _trace(fig, "group slowest"); t.x, t.y = ls.labels, ls.step_q[:, 3]
+    tr["group p90"].x, tr["group p90"].y = ls.labels, ls.step_q[:, 2]
+    tr["group slowest"].x, tr["group slowest"].y = ls.labels, ls.step_q[:, 3]
 
 class _nullctx:
     def __enter__(self): return self
