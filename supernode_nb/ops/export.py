@@ -295,7 +295,8 @@ def node_launch(P: Placement) -> tuple[list[dict], list[str]]:
         env = {T.visible_devices_env: ",".join(str(d) for _, d in pairs)} if T.visible_devices_env else {}   # local rank j: rank base+j
         out.append(dict(node_rank=i, node=n["node"], host=n["host"], nproc=k, ranks=ranks, env={**env, **ifname_env(T, n["node"])}))
         base += k
-    if len(bad) > 1: bad = [bad[0] + f" (and {len(bad) - 1} more nodes): the placement cannot be launched as placed"]
+    if bad: bad = [bad[0] + (f" (and {len(bad) - 1} more nodes)" if len(bad) > 1 else "") + ": the placement cannot be launched as "
+                   "placed (one whose nodes hold runs of consecutive ranks can, e.g. strategy naive)"]
     return out, bad
 
 # %% ../../nbs/50_ops/56_export.ipynb #949908e6
