@@ -72,7 +72,8 @@ def model_state_bytes(m: ModelSpec) -> int:
     return TRAIN_BYTES_PER_PARAM * num_params(m)
 
 # %% ../../nbs/10_cost/14_advisor.ipynb #d2c27ce1
-_S61 = "A deep model whose layers each fit one device: data plus pipeline parallelism first, keeping tensor parallelism (and its dependence on low-latency links) out."
+_S61 = ("A deep model whose layers each fit one device: data plus pipeline parallelism first, keeping tensor parallelism (and its "
+        "dependence on low-latency links) out.")
 _S62 = "A layer too large for one device forces tensor parallelism; keep its group inside one high-speed domain."
 _S63 = "An MoE needs expert parallelism; combine it with data parallelism so expert groups stay small, and balance the load."
 _S7_1 = "First the model's own constraints: does a layer exceed one device, does it have experts, is it deep enough to split?"
@@ -88,7 +89,8 @@ def _structure(s: Situation, use: set, avoid: dict) -> Step:
         use.update({"tp", "pp"}); return Step("Does one layer fit one device?", found, "no: tensor parallelism is required", _S62)
     if whole <= s.mem_fraction * mem:
         avoid.setdefault("tp", "the whole model fits one device"); avoid.setdefault("pp", "the whole model fits one device")
-        return Step("Does the model fit one device?", found, "yes: data parallelism alone" + (" with expert parallelism" if s.model.is_moe else ""),
+        alone = "yes: data parallelism alone" + (" with expert parallelism" if s.model.is_moe else "")
+        return Step("Does the model fit one device?", found, alone,
                     _S63 if s.model.is_moe else _S7_1)
     use.add("pp")
     avoid.setdefault("tp", f"each layer fits ({layer / 2**30:.2f} GiB ≤ {s.mem_fraction:.0%} of {mem / 2**30:.0f} GiB)")
@@ -98,7 +100,8 @@ def _structure(s: Situation, use: set, avoid: dict) -> Step:
                 _S63 if s.model.is_moe else _S61)
 
 # %% ../../nbs/10_cost/14_advisor.ipynb #17273c94
-_S7_2 = "With ample bandwidth inside a node, tensor parallelism pays off; where the cross-node network is limited, keep tensor traffic inside and let pipeline and data parallelism carry the cross-node load."
+_S7_2 = ("With ample bandwidth inside a node, tensor parallelism pays off; where the cross-node network is limited, keep tensor "
+         "traffic inside and let pipeline and data parallelism carry the cross-node load.")
 FAST_RATIO = 4.0                         # inner/outer bandwidth ratio above which the outer network counts as limited
 
 def _network(s: Situation, use: set, avoid: dict) -> tuple[Step, int]:
@@ -116,7 +119,8 @@ def _network(s: Situation, use: set, avoid: dict) -> tuple[Step, int]:
 
 # %% ../../nbs/10_cost/14_advisor.ipynb #ec9596ae
 _S7_3 = "Then the data and the time goal: maximum throughput, or a run that is stable and recovers?"
-_S64 = "A team new to communication tuning and fault location starts with data parallelism and adds pipelines; tensor and expert parallelism need topology awareness, operator support and monitoring first."
+_S64 = ("A team new to communication tuning and fault location starts with data parallelism and adds pipelines; tensor and expert "
+        "parallelism need topology awareness, operator support and monitoring first.")
 
 def _goals(s: Situation, use: set, avoid: dict) -> Step:
     if s.goal == "throughput":
@@ -133,7 +137,8 @@ def _team(s: Situation, use: set, avoid: dict, required: set) -> Step:
     for a in dropped: use.discard(a); avoid[a] = "the team starts with the mature strategies (dp, then pp)"
     kept = sorted(a for a in ("tp", "ep") if a in use)
     return Step("Can the team run comm monitoring, load observation, automated recovery?", "not yet.",
-                (f"drop {', '.join(dropped)}; " if dropped else "") + (f"{', '.join(kept)} stay: the model requires them" if kept else "dp first, then pp"), _S64)
+                (f"drop {', '.join(dropped)}; " if dropped else "")
+                + (f"{', '.join(kept)} stay: the model requires them" if kept else "dp first, then pp"), _S64)
 
 # %% ../../nbs/10_cost/14_advisor.ipynb #f1f60646
 LONG_SEQUENCE = 32768                     # tokens from which context parallelism is part of the family

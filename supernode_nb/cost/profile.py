@@ -44,14 +44,16 @@ class MachineProfile:
     load_avg: float = 0.0          # 1-minute load average while measured (the machine may be shared)
     detail: dict = field(default_factory=dict)     # raw timings behind the figures
     backend: str = ""              # the collectives' backend (gloo, nccl, hccl): its algorithms price them ("": the cheapest)
-    waits: dict = field(default_factory=dict)      # str(ranks on the host) -> a supervised run's blocking waits over their price from `links`
+    waits: dict = field(default_factory=dict)      # str(ranks on the host) -> a supervised run's blocking waits over their
+                                                   # price from `links`
     background_cores: float = 0.0  # cores other processes keep busy on the host (`loaded`); the ranks share the rest
     skew_phase_s: dict = field(default_factory=dict)  # str(ranks on the host) -> the phase (s) `skew` was measured after
     op_token_s: float = 0.0        # seconds per operator and token it carries, beyond `op_s` (an eager operator reads and writes
                                    # activations of its tokens); 0: unmeasured, `op_s` holds it at the calibration's one sequence
     issue_s: dict = field(default_factory=dict)    # "ranks×ring" -> seconds to issue one of ring attention's async shifts
     ring_op_s: float = 0.0         # seconds per operator of ring attention (small blocks, not recorded for autograd); 0: as `op_s`
-    comm_cpu: dict = field(default_factory=dict)   # str(ranks on the host) -> the CPU a rank's collective takes while it runs, over a computing rank's
+    comm_cpu: dict = field(default_factory=dict)   # str(ranks on the host) -> the CPU a rank's collective takes while it runs,
+                                                   # over a computing rank's
 
     def to_dict(self) -> dict: return asdict(self)
     @classmethod
@@ -119,7 +121,8 @@ def _busy(self: MachineProfile, n: int) -> float:
 def loaded(self: MachineProfile, cores: float) -> "MachineProfile":
     "This profile on its host while other processes keep `cores` of its cores busy (a browser, a notebook kernel)."
     from dataclasses import replace
-    if not 0 <= cores < self.devices: raise ValueError(f"background of {cores} cores: must be in [0, {self.devices}) on this {self.devices}-core host")
+    if not 0 <= cores < self.devices:
+        raise ValueError(f"background of {cores} cores: must be in [0, {self.devices}) on this {self.devices}-core host")
     return replace(self, background_cores=float(cores))
 
 @patch
@@ -166,7 +169,8 @@ def _fit_key(self: MachineProfile, group_size: int, op: str, level: str, ranks_p
 _P2P = ("p2p", "send", "recv", "send_recv")
 
 @patch
-def collective_s(self: MachineProfile, op: str,                   # all_reduce, all_gather, reduce_scatter, all_to_all, broadcast, send_recv, handoff
+def collective_s(self: MachineProfile, op: str,                   # all_reduce, all_gather, reduce_scatter, all_to_all, broadcast,
+                                                                  # send_recv, handoff
                   nbytes: float,                   # bytes: the full array for all_gather, each rank's buffer otherwise
                   group_size: int,                 # ranks in the group
                   level: str = "local",            # link level the group spans ("local": this host)
@@ -279,11 +283,14 @@ def ep_dispatch_s(self: MachineProfile, nbytes: float, group_size: int, level: s
 def scaled(self: MachineProfile, k: float) -> "MachineProfile":
     "This profile on a machine `k` times slower (k > 1) or faster: times × k, rates ÷ k."
     from dataclasses import replace
-    links = {lv: {w: {op: [f[0] / k] + [x * k for x in f[1:]] for op, f in fits.items()} for w, fits in ws.items()} for lv, ws in self.links.items()}
+    scale = lambda fits: {op: [f[0] / k] + [x * k for x in f[1:]] for op, f in fits.items()}   # a rate down, times up
+    links = {lv: {w: scale(fits) for w, fits in ws.items()} for lv, ws in self.links.items()}
     return replace(self, matmul_tflops={d: r / k for d, r in self.matmul_tflops.items()}, op_s=self.op_s * k, opt_op_s=self.opt_op_s * k,
-                   memory_GBps=self.memory_GBps / k, op_token_s=self.op_token_s * k, microbatch_s=self.microbatch_s * k, step_s=self.step_s * k, links=links,
+                   memory_GBps=self.memory_GBps / k, op_token_s=self.op_token_s * k, microbatch_s=self.microbatch_s * k,
+                   step_s=self.step_s * k, links=links,
                    region_s=self.region_s * k, recompute_op_s=self.recompute_op_s * k,
-                   penalty_s={n: s * k for n, s in self.penalty_s.items()}, issue_s={n: s * k for n, s in self.issue_s.items()}, ring_op_s=self.ring_op_s * k,   # shares,
+                   penalty_s={n: s * k for n, s in self.penalty_s.items()}, issue_s={n: s * k for n, s in self.issue_s.items()},
+                   ring_op_s=self.ring_op_s * k,   # shares,
                    # overlap and skew are ratios: unchanged
                    detail=dict(self.detail, slowdown=k))
 
