@@ -15,7 +15,8 @@ Prints one JSON object. Run: `python benchmarks/dashboard.py [--repeat 3]`.
 
 `--world 384,2048,8192` measures the live view at supernode scale instead, on replayed records (`dashstate.synthetic_records`,
 one rank planted slow), one JSON line per world: `update_ms` (one `dashfigures.update_live` into a `FigureWidget` after a
-new step arrived: median, min, max of `--repeat`), `redraw_ms` (the whole `LiveView.redraw`: the figure, the slowest ranks,
+new step arrived: median, min, max of `--repeat`; wall clock, and `update_cpu_ms`: this process's CPU time, what the update
+costs apart from other processes' share of a loaded host), `redraw_ms` (the whole `LiveView.redraw`: the figure, the slowest ranks,
 the node map and planes, the drill-down), `traces` (the figure's trace count), `payload_kb` (the update message the widget
 sends the browser: numpy arrays at their byte size, the rest as JSON) and the load average when measured.
 """
@@ -64,15 +65,17 @@ def live_at_scale(world: int, steps: int, repeat: int) -> dict:
     for r in recs[:steps * world]: ctl.log.add(r)
     sizes = []
     lv.fig.observe(lambda ch: ch["new"] and sizes.append(msg_bytes(ch["new"])), "_py2js_update")
-    upd, red, size = [], [], []
+    upd, red, size, cpu = [], [], [], []
     arrive = lambda i: [ctl.log.add(r) for r in recs[(steps + i) * world:(steps + i + 1) * world]]   # step i arrives
     for i in range(repeat):
         arrive(2 * i)
-        t = time.perf_counter(); update_live(lv.fig, ctl.log, lv.estimate, rm=lv.rm, by="stage"); upd.append(time.perf_counter() - t)
+        t, c = time.perf_counter(), time.process_time()
+        update_live(lv.fig, ctl.log, lv.estimate, rm=lv.rm, by="stage")
+        upd.append(time.perf_counter() - t); cpu.append(time.process_time() - c)
         size.append(sizes[-1])
         arrive(2 * i + 1); lv.redraw(force=True); red.append(lv.redraw_s[-1])
     ms = lambda xs: {"median": round(1e3 * statistics.median(xs), 1), "min": round(1e3 * min(xs), 1), "max": round(1e3 * max(xs), 1)}
-    return {"world": world, "update_ms": ms(upd), "redraw_ms": ms(red), "traces": len(lv.fig.data),
+    return {"world": world, "update_ms": ms(upd), "update_cpu_ms": ms(cpu), "redraw_ms": ms(red), "traces": len(lv.fig.data),
             "payload_kb": round(statistics.median(size) / 1024, 1), "steps": steps + 2 * repeat,
             "slowest_named": lv.stats.slow[0]["rank"], "planted": world // 5, "placement_s": round(place_s, 2),
             "figure": "one update = every trace of the figure refilled from numpy arrays inside one batch_update",
