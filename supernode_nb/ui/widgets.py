@@ -212,7 +212,8 @@ def redraw(self: LiveView, *_, force: bool = False):
         self.stats = update_live(
             self.fig, log, self.estimate, slow=[x["rank"] for x in self.state.stragglers], rm=self.rm, by=self.by.value
         )
-        if log.world > SMALL_WORLD: self._scale_views()
+        if log.world > SMALL_WORLD and (force or now - getattr(self, "_scale_last", 0.0) >= 1.0):   # the views below: at most 1 Hz
+            self._scale_views(); self._scale_last = now
         self.redraws, self._last = self.redraws + 1, now
         self.redraw_s.append(time.perf_counter() - t0)
         self.running.value = running_html(log, self.estimate) + (      # what a redraw costs here, for the page and its tests
