@@ -192,7 +192,6 @@ def _take(S: dict, Vr: dict, idx) -> dict:
 from .costmodel import _framework_kw
 from .frameworks import resolve_framework, dp_overlap_columns
 
-@renamed(global_batch="global_batch_size")
 def _validity(model, C, S, Vr, shape, allow_uneven) -> tuple:
     "(kept, reasons, bad) over the grid: variants worth pricing (SP only with tp > 1), each broken constraint, any broken."
     keep = np.broadcast_to((S["tp"] > 1) | ~Vr["sp"], shape)            # sequence parallelism only with tp > 1
@@ -269,6 +268,7 @@ def _families(S, shape, keep, valid, reasons, fits, res, limit, in_memory, gaps)
     return _family_reasons(fam, inv, valid, {k: v.reshape(-1) for k, v in reasons.items()}, fits[kidx], res["memory"],
                            res["memory_breakdown"], limit, in_memory, gaps, idx=kidx)
 
+@renamed(global_batch="global_batch_size")
 def plan(model: ModelSpec, topology: Topology | str, global_batch_size: int, space: SearchSpace = SearchSpace(), *,
          max_devices: int | None = None,      # use at most this many of the healthy devices
          top: int = 10, mem_fraction: float = 0.9, efficiency: float | None = None, dp_overlap: float = 1.0,
