@@ -486,7 +486,7 @@ def _export_parser() -> Parser:
     p.add_argument("--framework-release", default=None, help="the profile release whose overlap to follow (cost.frameworks), "
                    "e.g. 0.8 for megatron-core; the flags are checked against fixed releases")
     p.add_argument("--script", default="", help="entry point torchrun starts (default: pretrain_gpt.py / -m torchtitan.train)")
-    p.add_argument("--master-port", type=int, default=29500)
+    p.add_argument("--master-port", type=int, default=29500, help="torchrun's rendezvous port on the first node")
     p.add_argument("--out", default=None,
                    help="a file (the launch script) or a directory (DIR/: launch.sh, node<i>.sh, hostfile, export.json)")
     p.add_argument("--json", action="store_true")
