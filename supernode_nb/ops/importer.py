@@ -30,7 +30,7 @@ __all__ = ['PP_TIMERS', 'DP_TIMERS', 'TT_FLAVORS', 'STEP_TRACE_COLUMNS', 'SUM_TO
 # %% ../../nbs/50_ops/54_importer.ipynb #86ca941f
 _ARGS_START = re.compile(r"-{3,}\s*arguments\s*-{3,}")
 _ARGS_END = re.compile(r"-{3,}\s*end of arguments\s*-{3,}")
-_ARG_LINE = re.compile(r"^\s*(?:\[[^\]]*\]\s*)*([A-Za-z_][\w]*)\s\.{2,}\s(.*?)\s*$")
+_ARG_LINE = re.compile(r"^\s*(?:\[[^\]]*\]:?\s*)*([A-Za-z_][\w]*)\s\.{2,}\s(.*?)\s*$")   # torchrun's '[default0]:' prefix too
 
 def _value(s: str):
     "An argument dump's value as Python: None, True/False, int, float, else the string."
