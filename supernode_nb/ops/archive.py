@@ -142,9 +142,11 @@ def cli_archive(argv: list[str]) -> int:
     cp.add_argument("--all", action="store_true", help="show equal rows too")
     rr = sub.add_parser("rerun", help="run again from an archived config"); rr.add_argument("id", type=int)
     rr.add_argument("--dry-run", action="store_true", help="print the run command instead of running it")
-    ac = sub.add_parser("accuracy", help="the estimate's past predicted-vs-measured pairs"); ac.add_argument("--profile", default="*", help="machine profile name (glob; default: all)")
+    ac = sub.add_parser("accuracy", help="the estimate's past predicted-vs-measured pairs")
+    ac.add_argument("--profile", default="*", help="machine profile name (glob; default: all)")
     for q in (ls, sh, cp, rr, ac):
-        q.add_argument("--json", action="store_true"); q.add_argument("--archive", default=None, help=f"archive file (default {default_path()})")
+        q.add_argument("--json", action="store_true")
+        q.add_argument("--archive", default=None, help=f"archive file (default {default_path()})")
     a, rest = p.parse_known_args(argv)
     if rest and a.cmd != "rerun": raise UsageError(f"supernode-nb archive {a.cmd}: error: unrecognized arguments: {' '.join(rest)}")
     arc = Archive(a.archive)

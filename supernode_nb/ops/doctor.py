@@ -541,7 +541,8 @@ def cli_doctor(argv: list[str]) -> int:
     p.add_argument("--quick", action="store_true", help="skip the slow checks")
     p.add_argument("--checkpoint", default=None, help="a checkpoint folder to verify")
     p.add_argument("--topology", default="local", help="topology preset (or a .toml / .json topology file) to place the layout on")
-    p.add_argument("--device", default=None, choices=("cpu", "cuda", "npu"), help="the device the run should use (default: the best present)")
+    p.add_argument("--device", default=None, choices=("cpu", "cuda", "npu"),
+                   help="the device the run should use (default: the best present)")
     p.add_argument("--timeout", type=float, default=30.0, help="seconds for checks that start processes")
     p.add_argument("--binding", type=parse_binding, default=None,
                    help="NIC binding to check: plane=iface,... (every node) or a JSON file {node: {plane: iface}}")
