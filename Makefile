@@ -48,12 +48,13 @@ lint:
 nbtest:
 	$(BIN)/nbdev-test --n-workers 2 --timing --skip-folder-re '^([_.]|tutorials$$)'
 
-# tests/ (tests/test_readme_outputs.py re-runs nbs/index.ipynb and compares the outputs the README shows,
+# tests/ on two xdist workers, a file per worker at a time (`--dist loadfile`: a notebook's cells stay in one kernel, a
+# module fixture is made once), (tests/test_readme_outputs.py re-runs nbs/index.ipynb and compares the outputs the README shows,
 # strictly), and nbval-lax over numbered copies of the tutorials and examples (nbval needs execution counts,
 # nbdev-clean removes them): cells marked NBVAL_CHECK_OUTPUT are compared, the rest must run
 pytest:
 	$(PY) tools/nbval_copies.py nbs/tutorials $(wildcard examples/*.ipynb)
-	$(PY) -m pytest tests --nbval-lax .nbval -p no:cacheprovider --durations=15
+	$(PY) -m pytest tests --nbval-lax .nbval -p no:cacheprovider --durations=15 -n 2 --dist loadfile
 
 # The documentation site, offline, into _docs/ (MkDocs + mkdocs-jupyter; Quarto cannot be installed here)
 docs: setup

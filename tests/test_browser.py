@@ -256,14 +256,28 @@ def test_dashboard_in_browser(lab):
 
 # ---- the live view at supernode scale (issue 51 §1): 384 replayed ranks, drawn by group, redrawn at >= 1 Hz ----
 SCALE_STEPS = 120
-SCALE_NOTEBOOK = {"cells": [{"cell_type": "code", "execution_count": None, "id": "scale384", "metadata": {}, "outputs": [], "source": [
-    "from supernode_nb.ui.widgets import Dashboard\n",
-    "from supernode_nb.ui.controller import ReplayLauncher\n",
-    "# replayed records (never results): a step of all 384 ranks every ~0.25 s (the controller's poll + delay), rank 77 planted slow\n",
-    "d = Dashboard(launcher=ReplayLauncher(per_poll=384, delay=0.125, slow={77: 2.0}), topology='cloudmatrix384', topo_size=1, world=384, tp=8, pp=4,\n",
-    f"              steps={SCALE_STEPS}, warm=False)\n",
-    "d"]}], "metadata": {"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"}},
-    "nbformat": 4, "nbformat_minor": 5}
+SCALE_NOTEBOOK = {
+    "cells": [
+        {
+            "cell_type": "code",
+            "execution_count": None,
+            "id": "scale384",
+            "metadata": {},
+            "outputs": [],
+            "source": [
+                "from supernode_nb.ui.widgets import Dashboard\n",
+                "from supernode_nb.ui.controller import ReplayLauncher\n",
+                "# replayed records (never results): a step of all 384 ranks every ~0.25 s (the controller's poll + delay), rank 77 planted slow\n",
+                "d = Dashboard(launcher=ReplayLauncher(per_poll=384, delay=0.125, slow={77: 2.0}), topology='cloudmatrix384', topo_size=1, world=384, tp=8, pp=4,\n",
+                f"              steps={SCALE_STEPS}, warm=False)\n",
+                "d",
+            ],
+        }
+    ],
+    "metadata": {"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"}},
+    "nbformat": 4,
+    "nbformat_minor": 5,
+}
 
 _REDRAWS_JS = """() => {   // count the live figure's renders from now on (plotly_afterplot: one per update drawn)
   const gd = document.querySelector('.snb-live .js-plotly-plot');
@@ -326,12 +340,23 @@ def test_live_view_at_384_ranks_in_browser(lab_scale):
     draws = got.pop("draws")
     inside = [t for t in draws if p_run <= t <= p_done]     # while the run streamed: its first redraw shown to 'done' shown (page clock)
     rate = len(inside) / ((p_done - p_run) / 1e3) if p_done > p_run else 0.0
-    out = dict(got, redraws=len(draws), redraws_while_streaming=len(inside), stream_s=round(t_done - t_run, 2), start_to_running_s=round(t_run - t_click, 2),
-               redraw_hz=round(rate, 2), redraw_gaps_ms=[round(b - a) for a, b in zip(draws, draws[1:])][:80], page_errors=errors[:5],
-               load=os.getloadavg(), note="replayed records (dashstate.synthetic_records), never results")
+    out = dict(
+        got,
+        redraws=len(draws),
+        redraws_while_streaming=len(inside),
+        stream_s=round(t_done - t_run, 2),
+        start_to_running_s=round(t_run - t_click, 2),
+        redraw_hz=round(rate, 2),
+        redraw_gaps_ms=[round(b - a) for a, b in zip(draws, draws[1:])][:80],
+        page_errors=errors[:5],
+        load=os.getloadavg(),
+        note="replayed records (dashstate.synthetic_records), never results",
+    )
     (ARTIFACTS / "browser_live_384.json").write_text(json.dumps(out, indent=1))
     print("live view at 384 ranks in the browser:", json.dumps({k: v for k, v in out.items() if k != "redraw_gaps_ms"}))
-    assert got["bars"] == ["stage 0", "stage 1", "stage 2", "stage 3", "estimate"] or got["bars"][:4] == [f"stage {i}" for i in range(4)], got
+    assert got["bars"] == ["stage 0", "stage 1", "stage 2", "stage 3", "estimate"] or got["bars"][:4] == [f"stage {i}" for i in range(4)], (
+        got
+    )
     assert got["rank_traces"] == 0 and got["traces"] == 20, got          # no trace per rank: the same figure as at 8,192
     assert got["heat_rows"] == 384 and got["heat_steps"] == min(60, SCALE_STEPS), got     # the last 60 steps
     assert got["slowest"] and got["slowest"][0] == 77, got               # the planted straggler named first

@@ -78,7 +78,19 @@ def test_a_topology_file_goes_where_a_preset_goes():
                           "--global-batch-size", "512", "--sequence-parallel", "--json", env=OFF).stdout)
     assert e["step_time_s"] < h100["step_time_s"]  # the same compute with faster HBM: never slower
     p = cli(
-        "plan", "--model", "llama3-70b", "--topology", H200, "--global-batch-size", "512", "--devices", "64", "--top", "1", "--json", env=OFF
+        "plan",
+        "--model",
+        "llama3-70b",
+        "--topology",
+        H200,
+        "--global-batch-size",
+        "512",
+        "--devices",
+        "64",
+        "--top",
+        "1",
+        "--json",
+        env=OFF,
     )
     assert p.returncode == 0 and json.loads(p.stdout)["topology"] == "dgx-h200", p.stderr
     assert cli("place", "--topology", H200, "--tp", "8", "--dp", "2").returncode == 0

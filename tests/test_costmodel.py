@@ -127,8 +127,23 @@ def test_estimate_zero3_exposes_what_compute_cannot_hide():
 
 
 def test_estimate_dtype_fp32_priced_at_fp32_peak():
-    base = ["--model", "gpt3-175b", "--topology", "dgx-a100-superpod", "--tp", "8", "--pp", "8", "--dp", "16", "--global-batch-size", "1536",
-            "--recompute", "full", "--json"]
+    base = [
+        "--model",
+        "gpt3-175b",
+        "--topology",
+        "dgx-a100-superpod",
+        "--tp",
+        "8",
+        "--pp",
+        "8",
+        "--dp",
+        "16",
+        "--global-batch-size",
+        "1536",
+        "--recompute",
+        "full",
+        "--json",
+    ]
     b, f = (json.loads(cli("estimate", *base, *x).stdout) for x in ([], ["--dtype", "fp32"]))
     assert (b["dtype"], b["peak_tflops"], f["dtype"], f["peak_tflops"]) == ("bf16", 312.0, "fp32", 19.5)
     assert f["breakdown"]["compute_s"] > 10 * b["breakdown"]["compute_s"]

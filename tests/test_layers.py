@@ -149,7 +149,9 @@ def test_wide_dataclasses_are_built_with_keywords():
     wide = wide_dataclasses(trees.values())
     assert "MachineProfile" in wide and "ParallelConfig" in wide   # the rule sees the package's wide dataclasses
     bad = [f"{m}:{line}: {c}({k} positional)" for m, t in trees.items() for c, line, k in positional_builds(t, wide)]
-    assert not bad, f"dataclasses of more than {WIDE_FIELDS} fields built with more than {MAX_POSITIONAL} arguments by position:\n" + "\n".join(bad)
+    assert not bad, (
+        f"dataclasses of more than {WIDE_FIELDS} fields built with more than {MAX_POSITIONAL} arguments by position:\n" + "\n".join(bad)
+    )
 
 
 def test_the_size_checks_can_fail():

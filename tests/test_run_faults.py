@@ -73,7 +73,9 @@ def test_malformed_fault_spec_is_a_clear_error(spec, text, capsys):
 
 def test_cli_mismatch_explained_by_the_flight_recorder():
     "Rank 1 calls all_gather where rank 0 calls the step's all_reduce: hung, and the cause line names rank, group and op."
-    p = _cli("--world-size", "2", "--dp", "2", "--steps", "4", "--hang-timeout", "4", "--inject-fault", "rank=1,step=1,kind=mismatch,axis=dp")
+    p = _cli(
+        "--world-size", "2", "--dp", "2", "--steps", "4", "--hang-timeout", "4", "--inject-fault", "rank=1,step=1,kind=mismatch,axis=dp"
+    )
     assert p.returncode == 1, p.stderr
     assert "hung rank 1 on axis dp" in p.stderr, p.stderr
     assert "cause [mismatch] rank 1: rank 1 is in all_gather" in p.stderr and "where rank 0 is in all_reduce" in p.stderr, p.stderr

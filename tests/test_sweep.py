@@ -34,8 +34,25 @@ def test_a_sweep_with_nothing_measured_exits_1(tmp_path, monkeypatch, capsys):
         runner, "run", lambda spec, **kw: real(dataclasses.replace(spec, fault=FaultSpec(rank=1, step=0, kind="kill")), **kw)
     )
     fig = tmp_path / "sweep.html"
-    assert cli_sweep(["--world-size", "2", "--global-batch-size", "4", "--top", "1", "--steps", "3", "--archive", str(tmp_path / "a.sqlite"),
-                      "--figure", str(fig)]) == 1
+    assert (
+        cli_sweep(
+            [
+                "--world-size",
+                "2",
+                "--global-batch-size",
+                "4",
+                "--top",
+                "1",
+                "--steps",
+                "3",
+                "--archive",
+                str(tmp_path / "a.sqlite"),
+                "--figure",
+                str(fig),
+            ]
+        )
+        == 1
+    )
     text = capsys.readouterr().out
     assert "failed: " in text and "over 0 configs; 1 failed" in text
     assert "nothing measured" in fig.read_text()                    # the chart is drawn, and says why it is empty
