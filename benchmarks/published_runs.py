@@ -8,11 +8,13 @@ when Megatron-Bridge is) is priced uncalibrated, at the mean of the other famili
 Goals (issue 48): pooled median <= 8 %, max <= 20 %; MoE rows median <= 10 %, max <= 25 %; Ascend rows max <= 25 %.
 Also: SC21's ZeRO-3 rows priced by `estimate` with `--framework deepspeed` and nothing else the source does not state.
 Error = predicted / published - 1 on the row's own metric (TFLOP/s per GPU, seconds per iteration or tokens/s per GPU).
-Run: python benchmarks/published_runs.py
+Writes the table estimates quote (supernode_nb/data/published/loso.json, `accuracy.write_loso`: keyed by a hash of the rows
+and the cost code; the 17a_accuracy notebook's test fails when it is stale).
+Run: python benchmarks/published_runs.py           (--no-write: print only)
 """
-import json, os, time
+import json, os, sys, time
 
-from supernode_nb.cost.accuracy import FITTED, fit_constants, leave_one_source_out, loso_summary
+from supernode_nb.cost.accuracy import FITTED, fit_constants, leave_one_source_out, loso_summary, write_loso
 from supernode_nb.cost.published import load_runs
 
 GOALS = dict(pooled=dict(median=8, max=20), moe=dict(median=10, max=25), ascend=dict(max=25), sc21_zero3=dict(max=20))
@@ -33,6 +35,7 @@ def main():
     df = leave_one_source_out()
     s = loso_summary(df)
     z3 = _sc21_zero3()
+    written = None if "--no-write" in sys.argv else str(write_loso(df))
     worst = df.assign(a=df.error_pct.abs()).sort_values("a", ascending=False).head(12)
     print(json.dumps(dict(
         benchmark="published_runs", method="leave-one-source-out, every fitted constant refitted per fold", rows=len(df),
@@ -45,7 +48,7 @@ def main():
                          tp_overlap_torch=float(g.tp_overlap_torch.iloc[0])) for src, g in df.groupby("source", sort=False)},
         worst=[dict(run=r.run, source=r.source, framework=r.framework, error_pct=r.error_pct) for r in worst.itertuples()],
         per_row=df[["run", "source", "framework", "metric", "published", "predicted", "error_pct"]].to_dict("records"),
-        seconds=round(time.perf_counter() - t0, 2), load_avg_1min=os.getloadavg()[0]), indent=1, default=float))
+        written=written, seconds=round(time.perf_counter() - t0, 2), load_avg_1min=os.getloadavg()[0]), indent=1, default=float))
 
 if __name__ == "__main__":
     main()

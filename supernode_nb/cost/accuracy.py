@@ -13,8 +13,9 @@ from .steptime import EFFICIENCY, MOE_HOST_S, TP_OVERLAP, device_family
 from .published import PublishedRun, load_runs, predict_run
 
 # %% auto #0
-__all__ = ['EFF_GRID', 'HOST_GRID', 'SHARE_GRID', 'FITTED', 'family', 'fit_constants', 'leave_one_source_out', 'band',
-           'loso_summary', 'loso_cached', 'source_errors', 'evidence_band', 'known_misses']
+__all__ = ['EFF_GRID', 'HOST_GRID', 'SHARE_GRID', 'FITTED', 'family', 'REGENERATE', 'fit_constants', 'leave_one_source_out',
+           'band', 'loso_summary', 'loso_inputs', 'loso_key', 'loso_path', 'write_loso', 'loso_stale', 'loso_cached',
+           'source_errors', 'evidence_band', 'known_misses']
 
 # %% ../../nbs/10_cost/17a_accuracy.ipynb #571bd6fb
 EFF_GRID = np.round(np.arange(0.30, 1.0001, 0.005), 3)
@@ -144,39 +145,88 @@ def loso_summary(df=None) -> dict:
                 by_family={f: band(g.error_pct) for f, g in df.groupby("family", sort=False)})
 
 # %% ../../nbs/10_cost/17a_accuracy.ipynb #408c0665
-def _cache_key() -> str:
+REGENERATE = "python benchmarks/published_runs.py"   # the command that writes `loso.json`
+
+def _package() -> Path:
     import supernode_nb
-    root = Path(supernode_nb.__file__).parent
-    h = hashlib.sha256()
-    for p in sorted([*root.joinpath("data", "published").glob("*.csv"), *root.joinpath("cost").glob("*.py"),
-                     *root.joinpath("foundation").glob("*.py")]):
-        h.update(p.name.encode()); h.update(p.read_bytes())
+    return Path(supernode_nb.__file__).parent
+
+def _imported(p: Path, root: Path) -> list:
+    "The package's source files `p` imports (relative or `supernode_nb.` imports, at any depth of the file)."
+    import ast
+    out = []
+    for n in ast.walk(ast.parse(p.read_text())):
+        if not isinstance(n, ast.ImportFrom): continue
+        if n.level: base = p.parents[n.level - 1]
+        elif (n.module or "").startswith("supernode_nb."): base, n.module = root, n.module[len("supernode_nb."):]
+        else: continue
+        mod = base.joinpath(*n.module.split(".")) if n.module else base
+        out += [mod.with_suffix(".py"), *(mod / f"{a.name}.py" for a in n.names)]
+    return [q for q in out if q.exists()]
+
+def loso_inputs() -> list:
+    "What `loso.json` is computed from: the published rows' files and the source files `accuracy` imports, transitively."
+    root, todo, seen = _package(), [_package() / "cost" / "accuracy.py"], set()
+    while todo:
+        p = todo.pop()
+        if p not in seen: seen.add(p); todo += _imported(p, root)
+    return sorted([*seen, *(root / "data" / "published").glob("*.csv")])
+
+def loso_key() -> str:
+    "Hash of `loso_inputs()` (their paths in the package and their bytes)."
+    root, h = _package(), hashlib.sha256()
+    for p in loso_inputs(): h.update(str(p.relative_to(root)).encode()); h.update(p.read_bytes())
     return h.hexdigest()[:16]
+
+def loso_path() -> Path: return _package() / "data" / "published" / "loso.json"
+
+
+# %% ../../nbs/10_cost/17a_accuracy.ipynb #c66a613d
+def _row_facts(df, runs) -> "pd.DataFrame":
+    "Each run's device, GPUs, sequence, dtype, model, cp and layout beside its leave-one-source-out row."
+    c = lambda f: [f(runs[n]) for n in df.run]
+    df = df.copy()
+    df["device"], df["gpus"], df["seq"] = c(lambda r: r.topo().chip.name), c(lambda r: r.config.world_size), c(lambda r: r.model.seq_len)
+    df["dtype"], df["model"], df["cp"] = c(lambda r: r.dtype), c(lambda r: r.model.name), c(lambda r: r.config.cp)
+    df["layout"] = c(lambda r: f"tp{r.config.tp} pp{r.config.pp} cp{r.config.cp} v{r.config.virtual_stages} ep{r.config.ep} "
+                               f"mbs{r.config.micro_batch_size} gbs{r.config.gbs}" + (" fsdp" if r.config.zero == 3 else ""))
+    return df
+
+def write_loso(df=None,      # `leave_one_source_out()` (default: priced now)
+               path=None     # default `loso_path()`
+              ) -> Path:
+    "Write the leave-one-source-out table with the run facts and `loso_key()`: one row a line."
+    df = leave_one_source_out() if df is None else df
+    df = _row_facts(df, {r.name: r for r in load_runs()})
+    path = Path(path or loso_path())
+    rows = ",\n".join(json.dumps(r, default=float) for r in df.to_dict("records"))
+    path.write_text(f'{{"key": "{loso_key()}", "regenerate": "{REGENERATE}",\n"rows": [\n{rows}]}}\n')
+    return path
+
+def loso_stale(path=None   # default `loso_path()`
+              ) -> "str | None":
+    "None when `loso.json` matches the rows and the code; else one line saying what to run."
+    f = Path(path or loso_path())
+    if not f.exists(): return f"{f} is missing: regenerate it with `{REGENERATE}`"
+    k = json.loads(f.read_text())["key"]
+    if k == loso_key(): return None
+    return f"{f.name} is stale (published rows or cost code changed: key {k} != {loso_key()}): regenerate it with `{REGENERATE}`"
 
 @functools.lru_cache(maxsize=None)
 def loso_cached():
-    "`leave_one_source_out()` on all rows, read from the cache when the data and the model are unchanged."
+    "The leave-one-source-out table with each run's facts, read from `loso.json` (priced now, slowly, only if it is missing)."
     import pandas as pd
-    d = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "supernode_nb"
-    f = d / f"loso-{_cache_key()}.json"
-    if f.exists(): return pd.DataFrame(json.loads(f.read_text()))
-    df = leave_one_source_out()
-    try: d.mkdir(parents=True, exist_ok=True); f.write_text(json.dumps(df.to_dict("records")))
-    except OSError: pass                                   # a read-only home: priced again next time
-    return df
+    f = loso_path()
+    if f.exists(): return pd.DataFrame(json.loads(f.read_text())["rows"])
+    return _row_facts(leave_one_source_out(), {r.name: r for r in load_runs()})
 
-# %% ../../nbs/10_cost/17a_accuracy.ipynb #c66a613d
 def source_errors(*sources: str) -> "pd.DataFrame":   # source ids (`PublishedRun.source`)
-    "Leave-one-source-out rows of `sources` (cached), with each run's device, GPUs, sequence, layout and dtype."
-    df, runs = loso_cached(), {r.name: r for r in load_runs()}
-    df = df[df.source.isin(sources)].copy()
-    if df.empty: raise ValueError(f"no published rows of {sources}; sources: {', '.join(dict.fromkeys(r.source for r in runs.values()))}")
-    c = lambda f: [f(runs[n]) for n in df.run]
-    df["device"], df["gpus"], df["seq"] = c(lambda r: r.topo().chip.name), c(lambda r: r.config.world_size), c(lambda r: r.model.seq_len)
-    df["dtype"], df["model"] = c(lambda r: r.dtype), c(lambda r: r.model.name)
-    df["layout"] = c(lambda r: f"tp{r.config.tp} pp{r.config.pp} cp{r.config.cp} v{r.config.virtual_stages} ep{r.config.ep} "
-                               f"mbs{r.config.micro_batch_size} gbs{r.config.gbs}" + (" fsdp" if r.config.zero == 3 else ""))
-    return df.reset_index(drop=True)
+    "Leave-one-source-out rows of `sources`, with each run's device, GPUs, sequence, layout and dtype."
+    df = loso_cached()
+    out = df[df.source.isin(sources)]
+    if out.empty: raise ValueError(f"no published rows of {sources}; sources: {', '.join(dict.fromkeys(df.source))}")
+    return out.reset_index(drop=True)
+
 
 # %% ../../nbs/10_cost/17a_accuracy.ipynb #05c5e83d
 def _quote(e, basis: str) -> dict:
@@ -192,25 +242,20 @@ def evidence_band(chip,             # the device an estimate prices: a `Chip`, o
     if moe:
         m = df[df.moe]
         return _quote(m.error_pct, f"MoE: leave-one-source-out over {len(m)} published MoE runs from {m.source.nunique()} sources")
-    runs = {r.topo().chip.name: r.topo().chip for r in load_runs()}
+    fams = dict(zip(df.device, df.family))
     name = chip if isinstance(chip, str) else chip.name
-    fam = family(runs[name]) if isinstance(chip, str) and name in runs else family(chip) if not isinstance(chip, str) else name.split()[0]
+    fam = family(chip) if not isinstance(chip, str) else fams.get(name, name.split()[0])
     f = df[df.family == fam]
     if f.empty: return _quote(df.error_pct, f"leave-one-source-out over all {len(df)} published runs; {name} has none: uncalibrated")
-    own = int((_chips()[f.run] == name).sum())
+    own = int((f.device == name).sum())
     tail = f"{own} on {name} itself" if own else f"{name} has none: these are its die's"
     basis = f"leave-one-source-out over {len(f)} published runs of the {fam} family, {f.source.nunique()} sources; {tail}"
     return _quote(f.error_pct, basis)
 
-@functools.lru_cache(maxsize=None)
-def _chips():
-    import pandas as pd
-    return pd.Series({r.name: r.topo().chip.name for r in load_runs()})
-
 # %% ../../nbs/10_cost/17a_accuracy.ipynb #e4e55a40
 def known_misses() -> dict:
     "Predicted ÷ published throughput, leave-one-source-out, of the MoE rows and the rows with cp ≥ 4: {'moe': [...], 'cp_ge_4': [...]}."
-    df, runs = loso_cached(), {r.name: r for r in load_runs()}
-    ratio = lambda d: [round(float(p / v if runs[n].metric != "step_time_s" else v / p), 3)
-                       for n, p, v in zip(d.run, d.predicted, d.published)]
-    return {"moe": ratio(df[df.moe]), "cp_ge_4": ratio(df[[runs[n].config.cp >= 4 for n in df.run]])}
+    df = loso_cached()
+    ratio = lambda d: [round(float(p / v if m != "step_time_s" else v / p), 3) for p, v, m in zip(d.predicted, d.published, d.metric)]
+    return {"moe": ratio(df[df.moe]), "cp_ge_4": ratio(df[df.cp >= 4])}
+
