@@ -19,8 +19,8 @@ from .dashstate import PARTS, breakdown_parts
 # %% auto #0
 __all__ = ['PALETTE', 'FREE', 'BAD', 'AXIS_STYLE', 'PART_COLORS', 'MEM_COLORS', 'device_xy', 'topology_figure', 'rank_hover',
            'group_colors', 'placement_figure', 'rank_explorer_figure', 'traffic_figure', 'node_xy', 'supernode_figure',
-           'update_supernode', 'layout_grid_figure', 'estimate_parts', 'beside_figure', 'estimate_figure',
-           'choose_figure', 'records_figure']
+           'update_supernode', 'node_figure', 'layout_grid_figure', 'estimate_parts', 'beside_figure',
+           'estimate_figure', 'choose_figure', 'records_figure']
 
 # %% ../../nbs/60_ui/60_figures.ipynb #5dc96101
 PALETTE = qualitative.Dark24 + qualitative.Light24    # 48 distinct colours, cycled over groups
@@ -110,18 +110,19 @@ def _coords(p: Placement) -> dict[str, np.ndarray]:
 def _short(g, k=4):
     return ",".join(map(str, g)) if len(g) <= k + 1 else ",".join(map(str, g[:k])) + f",…,{g[-1]}"
 
-def rank_hover(p: Placement) -> list[str]:
-    "Hover text of every rank: rank, coordinates, device, node, domain, groups."
+def rank_hover(p: Placement, ranks=None) -> list[str]:   # ranks: only these (default: every rank)
+    "Hover text of every rank (or of `ranks`): rank, coordinates, device, node, domain, groups."
     T, dev, W = p.topology, p.device_array, p.layout.world_size
     co = _coords(p)
     axes = [a for a in REPORT_AXES if p.layout.world_size // len(p.layout.groups(a)) > 1]
-    gtxt = {a: [f"{a} [{_short(g)}]" for g in p.layout.groups(a)] for a in axes}
+    gs = {a: p.layout.groups(a) for a in axes}
     gi = {a: p.group_index(a).tolist() for a in axes}
     cl = {a: co[a].tolist() for a in REPORT_AXES}
     n, l, d = T.node_of[dev].tolist(), T.local_of[dev].tolist(), T.domain_of[dev].tolist()
+    grp = lambda r: "<br>".join(f"{a} [{_short(gs[a][gi[a][r]])}]" for a in axes)
     return [f"rank {r}<br>" + " ".join(f"{a}={cl[a][r]}" for a in REPORT_AXES) +
-            f"<br>device {dev[r]} (node {n[r]}, local {l[r]}, domain {d[r]})<br>" + "<br>".join(gtxt[a][gi[a][r]] for a in axes)
-            for r in range(W)]
+            f"<br>device {dev[r]} (node {n[r]}, local {l[r]}, domain {d[r]})<br>" + grp(r)
+            for r in (range(W) if ranks is None else [int(r) for r in ranks])]
 
 def group_colors(p: Placement, axis: str) -> list[str]:
     "Colour of every rank: its group of `axis`, cycled over `PALETTE`."
@@ -204,17 +205,18 @@ def node_xy(topo: Topology) -> tuple[np.ndarray, np.ndarray]:
     c = np.maximum(np.bincount(n, minlength=N), 1)
     return np.bincount(n, x, N) / c, np.bincount(n, y, N) / c
 
-def supernode_figure(topo: Topology, planes: list[str], metric: str = "median step (s)") -> go.Figure:
+def supernode_figure(topo: Topology, planes: list[str], metric: str = "median step (s)",
+                     planes_title: str = "comm time per plane (s, summed over ranks)") -> go.Figure:
     "The machine at node level — one marker per node, coloured by a metric (`update_supernode`) — beside each plane's comm time."
     x, y = node_xy(topo)
     N = topo.num_nodes
     fig = make_subplots(rows=1, cols=2, column_widths=[0.7, 0.3], horizontal_spacing=0.1,
                         subplot_titles=(f"{topo.name}: {N:,} nodes, coloured by {metric} (click a node: its ranks)",
-                                        "comm time per plane (s, summed over ranks)"))
+                                        planes_title))
     text = [f"node {n} ({topo.host(n)}), domain {d}" for n, d in zip(range(N), (np.arange(N) // topo.nodes_per_domain).tolist())]
     fig.add_scatter(name="nodes", x=x, y=y, mode="markers", row=1, col=1, customdata=np.arange(N), text=text, showlegend=False,
                     marker=dict(size=max(4, min(16, 500 / math.sqrt(N))), color=np.full(N, np.nan), colorscale="Viridis",
-                                showscale=True, colorbar=dict(x=0.63, len=0.9, title="s"), line=dict(width=0.5, color="#555")),
+                                showscale=True, colorbar=dict(x=0.63, len=0.9), line=dict(width=0.5, color="#555")),
                     hovertemplate="%{text}<br>" + metric + ": %{marker.color:.4f}<extra></extra>")
     fig.add_bar(name="planes", x=planes, y=[0.0] * len(planes), row=1, col=2, showlegend=False, marker_color=PALETTE[3],
                 hovertemplate="%{x} plane: %{y:.4f} s<extra></extra>")
@@ -229,6 +231,28 @@ def update_supernode(fig, node_values: np.ndarray,   # one value per node of the
     with ctx:
         fig.data[0].marker.color = np.asarray(node_values, float)
         fig.data[1].x, fig.data[1].y = list(planes), list(planes.values())
+
+def node_figure(placement: Placement, node: int, color_by: str = "tp") -> go.Figure:
+    "One node's devices with the ranks on them, coloured by their `color_by` group; `customdata` is the rank (a click picks it)."
+    p, T = placement, placement.topology
+    if not 0 <= node < T.num_nodes: raise ValueError(f"node {node}: {T.name} has nodes 0–{T.num_nodes - 1}")
+    x, y, _ = device_xy(T)
+    devs = np.flatnonzero(T.node_of == node)
+    rank_of = np.full(T.num_devices, -1); rank_of[p.device_array] = np.arange(p.layout.world_size)
+    rs = rank_of[devs]; on = rs >= 0
+    fig = go.Figure()
+    fig.add_scatter(name="free device", x=x[devs[~on]], y=y[devs[~on]], mode="markers", marker=dict(size=26, color=FREE),
+                    text=_device_hover(T, devs[~on]), hoverinfo="text")
+    gi = p.group_index(color_by)[rs[on]]
+    fig.add_scatter(name=f"rank (colour = {color_by} group)", x=x[devs[on]], y=y[devs[on]], mode="markers+text", customdata=rs[on],
+                    marker=dict(size=30, color=[PALETTE[i % len(PALETTE)] for i in gi.tolist()], line=dict(width=1, color="black")),
+                    text=[f"r{r}" for r in rs[on].tolist()], textfont=dict(size=9, color="white"), hovertext=rank_hover(p, rs[on]),
+                    hoverinfo="text")
+    dom = int(T.domain_of[devs[0]]) if len(devs) else -1
+    fig.update_layout(title=f"node {node} ({T.host(node)}), domain {dom}: {int(on.sum())} ranks (click one)", plot_bgcolor="white",
+                      xaxis=dict(visible=False), yaxis=dict(visible=False, scaleanchor="x"), height=300, width=520,
+                      margin=dict(l=10, r=10, t=50, b=10), showlegend=False)
+    return fig
 
 # %% ../../nbs/60_ui/60_figures.ipynb #bc028747
 def layout_grid_figure(layout: RankLayout, color_by: str = "pp") -> go.Figure:
