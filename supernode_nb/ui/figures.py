@@ -206,7 +206,7 @@ def node_xy(topo: Topology) -> tuple[np.ndarray, np.ndarray]:
     return np.bincount(n, x, N) / c, np.bincount(n, y, N) / c
 
 def supernode_figure(topo: Topology, planes: list[str], metric: str = "median step (s)",
-                     planes_title: str = "comm time per plane (s, summed over ranks)") -> go.Figure:
+                     planes_title: str = "comm time per plane (s, summed over ranks)", unit: str = " s") -> go.Figure:
     "The machine at node level — one marker per node, coloured by a metric (`update_supernode`) — beside each plane's comm time."
     x, y = node_xy(topo)
     N = topo.num_nodes
@@ -219,7 +219,7 @@ def supernode_figure(topo: Topology, planes: list[str], metric: str = "median st
                                 showscale=True, colorbar=dict(x=0.63, len=0.9), line=dict(width=0.5, color="#555")),
                     hovertemplate="%{text}<br>" + metric + ": %{marker.color:.4f}<extra></extra>")
     fig.add_bar(name="planes", x=planes, y=[0.0] * len(planes), row=1, col=2, showlegend=False, marker_color=PALETTE[3],
-                hovertemplate="%{x} plane: %{y:.4f} s<extra></extra>")
+                hovertemplate="%{x} plane: %{y:.4g}" + unit + "<extra></extra>")
     fig.update_xaxes(visible=False, row=1, col=1); fig.update_yaxes(visible=False, scaleanchor="x", row=1, col=1)
     fig.update_layout(height=360, width=980, plot_bgcolor="white", margin=dict(l=10, r=10, t=50, b=30))
     return fig

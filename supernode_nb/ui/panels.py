@@ -7,6 +7,7 @@ Docs: https://supernode-nb.github.io/supernode_nb/60_ui/panels.html.md"""
 # %% ../../nbs/60_ui/67_panels.ipynb #bd762f2c
 from __future__ import annotations
 import functools, html, threading, time, traceback
+import numpy as np
 from collections.abc import Sequence
 import ipywidgets as W
 import plotly.graph_objects as go
@@ -14,12 +15,14 @@ from fastcore.basics import patch
 from ..foundation.topology import TOPOLOGY_PRESETS, TopologyError, load_topology, size_param
 from ..foundation.placement import STRATEGIES
 from .dashstate import CONFIG_FIELDS, DashboardState, candidates, derive, field_errors
-from .figures import estimate_figure, placement_figure, rank_explorer_figure, traffic_figure
+from .figures import (estimate_figure, node_figure, placement_figure, rank_explorer_figure, rank_hover, supernode_figure,
+                                    traffic_figure, update_supernode)
 from .dashfigures import bubble_formula, errors_html, plan_html, summary_html
 
 # %% auto #0
-__all__ = ['COLOR_AXES', 'ErrorLog', 'kernel_dispatch', 'Debounce', 'replace_figure', 'close_tree', 'StrategyPicker',
-           'planning_topology', 'SuggestView', 'PlacementView', 'ScheduleView', 'estimate_for', 'EstimateView']
+__all__ = ['COLOR_AXES', 'NODE_VIEW_WORLD', 'ErrorLog', 'kernel_dispatch', 'Debounce', 'replace_figure', 'close_tree',
+           'StrategyPicker', 'planning_topology', 'SuggestView', 'PlacementView', 'ScheduleView', 'estimate_for',
+           'EstimateView']
 
 # %% ../../nbs/60_ui/67_panels.ipynb #da5339a7
 class ErrorLog:
@@ -249,9 +252,10 @@ class SuggestView:
 
 # %% ../../nbs/60_ui/67_panels.ipynb #2e28b096
 COLOR_AXES = ("tp", "cp", "dp", "pp", "ep", "edp")
+NODE_VIEW_WORLD = 1024   # past this many ranks the placement is drawn a marker per node, and a node's ranks on a click
 
 class PlacementView:
-    "Where the ranks land: placement coloured by an axis, a rank explorer, traffic per link level and plane."
+    "Where the ranks land: coloured by an axis (per node past `NODE_VIEW_WORLD` ranks), a rank explorer, traffic per level and plane."
     def __init__(self, state: DashboardState, log: ErrorLog | None = None, debounce: float = 0.15):
         self.state, self.log = state, log or ErrorLog()
         self.color = W.Dropdown(options=COLOR_AXES, value=state.color_axis, description="colour by", layout=W.Layout(width="170px"))
@@ -261,14 +265,16 @@ class PlacementView:
         )
         for a, w in (("color_axis", self.color), ("strategy", self.strategy), ("rank", self.rank)): W.link((state, a), (w, "value"))
         self.fig_place, self.fig_rank, self.fig_traffic = go.FigureWidget(), go.FigureWidget(), go.FigureWidget()
-        self.note = W.HTML()
+        self.note, self.rank_note = W.HTML(), W.HTML()
+        self.node = W.BoundedIntText(value=0, min=0, max=0, description="node", layout=W.Layout(width="170px"))
+        self.node.observe(self.log.guard(lambda ch: self._node_only()), "value")
         self.placement = None
         self.redraw = Debounce(self.log.guard(self._redraw), debounce)
         state.observe(self.redraw, ["version", "color_axis", "strategy", "topology", "topo_size"])
         state.observe(self.log.guard(self._rank_only), "rank")
         self._redraw()
-        self.widget = _box(W.HBox([self.color, self.strategy, self.rank]), self.note, self.fig_place,
-                           W.HBox([self.fig_rank, self.fig_traffic]), cls="snb-placement")
+        self.widget = _box(W.HBox([self.color, self.strategy, self.rank, self.node]), self.note, self.fig_place,
+                           W.HBox([self.fig_rank, self.fig_traffic]), self.rank_note, cls="snb-placement")
 
 # %% ../../nbs/60_ui/67_panels.ipynb #529d44fc
 @patch
@@ -285,15 +291,55 @@ def _redraw(self: PlacementView):
     flags = [f for r in rep.values() for f in r.get("flags", [])]
     self.note.value = (f"<pre style='font-size:11px;margin:0'>{html.escape(p.summary())}</pre>"
                        + ("".join(f"<div style='color:#9a6700'>⚑ {html.escape(f)}</div>" for f in flags[:5])))
-    replace_figure(self.fig_place, placement_figure(p, color_by=st.color_axis)).update_layout(width=940)
+    self.node.max = p.topology.num_nodes - 1
+    if st.world > NODE_VIEW_WORLD: self._nodes(p)
+    else: replace_figure(self.fig_place, placement_figure(p, color_by=st.color_axis)).update_layout(width=940)
     replace_figure(self.fig_traffic, traffic_figure(p)).update_layout(width=520, title_text="traffic per link level and plane")
     self._rank_only()
 
 @patch
 def _rank_only(self: PlacementView, *_):
     if self.placement is None: return
-    r = min(self.state.rank, self.placement.layout.world_size - 1)
-    replace_figure(self.fig_rank, rank_explorer_figure(self.placement, r)).update_layout(width=520)
+    p = self.placement
+    r = min(self.state.rank, p.layout.world_size - 1)
+    if p.layout.world_size <= NODE_VIEW_WORLD:
+        replace_figure(self.fig_rank, rank_explorer_figure(p, r)).update_layout(width=520); return
+    self.rank_note.value = f'<div class="snb-rank-where" data-rank="{r}">' + rank_hover(p, [r])[0] + "</div>"   # where it sits
+    n = int(p.topology.node_of[p.device_array[r]])
+    if self.node.value != n: self.node.value = n          # its node drawn beside
+    else: self._node_only()
+
+# %% ../../nbs/60_ui/67_panels.ipynb #e76ae151
+@patch
+def _nodes(self: PlacementView, p):
+    "The machine at node level: each node coloured by the colour axis's group of its first rank; the share of group links per plane."
+    T, st = p.topology, self.state
+    nodes = T.node_of[p.device_array]
+    first = np.full(T.num_nodes, -1); first[nodes[::-1]] = np.arange(len(nodes))[::-1]       # the first rank on each node
+    vals = np.where(first >= 0, p.group_index(st.color_axis)[np.maximum(first, 0)], np.nan).astype(float)
+    planes = list(dict.fromkeys(l.plane for l in T.levels))
+    links = {pl: sum(r["pairs"] * r["share_by_plane"].get(pl, 0.0) for r in p.axis_report().values()) for pl in planes}
+    tot = sum(links.values()) or 1.0
+    replace_figure(self.fig_place, supernode_figure(T, planes, metric=f"{st.color_axis} group of its first rank",
+                                                    planes_title="share of group links per plane", unit=""))
+    update_supernode(self.fig_place, vals, {k: v / tot for k, v in links.items()})
+    self.fig_place.data[0].on_click(self.log.guard(self._node_clicked))
+
+@patch
+def _node_only(self: PlacementView):
+    "The node picked, its ranks on their devices."
+    p = self.placement
+    if p is None or p.layout.world_size <= NODE_VIEW_WORLD: return
+    replace_figure(self.fig_rank, node_figure(p, self.node.value, self.state.color_axis))
+    self.fig_rank.data[1].on_click(self.log.guard(self._rank_clicked))
+
+@patch
+def _node_clicked(self: PlacementView, trace, points, *_):
+    if points.point_inds: self.node.value = int(trace.customdata[points.point_inds[0]])
+
+@patch
+def _rank_clicked(self: PlacementView, trace, points, *_):
+    if points.point_inds: self.state.rank = int(trace.customdata[points.point_inds[0]])
 
 # %% ../../nbs/60_ui/67_panels.ipynb #2060f244
 class ScheduleView:
