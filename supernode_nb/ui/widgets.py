@@ -222,7 +222,7 @@ def redraw(self: LiveView, *_, force: bool = False):
 
 @patch
 def _scale_views(self: LiveView):
-    "The slowest ranks, the nodes coloured by their median step beside the planes, and the group drilled into."
+    "The slowest ranks, the nodes coloured by their median step beside the planes, and the group drilled into (the slowest rank's first)."
     ls, rm = self.stats, self.rm
     self.slowest.value = slowest_html(ls.slow)
     if len(self.nodes.data) == 2:
@@ -231,6 +231,10 @@ def _scale_views(self: LiveView):
         vals = np.full(len(self.nodes.data[0].x), np.nan)
         vals[rm.node[np.unique(g, return_index=True)[1]]] = group_quantiles(cw, g, len(labels))[:, 1, 0]
         update_supernode(self.nodes, vals, ls.planes)
+    if not self.group.value and ls.slow:          # nothing picked yet: the group of the slowest rank
+        s, kind = ls.slow[0], self.by.value
+        label = s.get("plane") if kind == "plane" else rm.labels[kind][int(rm.groups[kind][s["rank"]])]
+        if label in self.group.options: self.group.value = label; return        # (drawn by the dropdown's observer)
     self._drill()
 
 # %% ../../nbs/60_ui/62_widgets.ipynb #6f288b1b
