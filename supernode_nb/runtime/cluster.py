@@ -91,6 +91,7 @@ def _why_dead(self, r) -> str:
     )
     return f"engine pid {pid} {how}" + (f": {_err_line(e)}" if e is not None and getattr(e, "ename", "") != "EngineError" else "")
 
+# %% ../../nbs/40_runtime/42_cluster.ipynb #80cb020a
 @patch
 def wait(self: ClusterRun, timeout: float | None = None, grace: float = 1.0, interval: float = 0.02) -> list:
     "Results by rank; raises `RunFailed` naming dead, failed and hung ranks, or `TimeoutError` after `timeout` s."
@@ -113,6 +114,7 @@ def wait(self: ClusterRun, timeout: float | None = None, grace: float = 1.0, int
                                + "; ".join(f"rank {r} last step: {(self.last.get(r) or {}).get('step', 'none')}" for r in running))
         time.sleep(interval)
 
+# %% ../../nbs/40_runtime/42_cluster.ipynb #bdb7b541
 @patch
 def _fail(self: ClusterRun, running):
     "Stop what must be stopped, then raise `RunFailed` with the same `FaultReport` a local run gives."
@@ -241,6 +243,7 @@ def start(self: Cluster) -> "Cluster":
     self.timings["start_s"] = time.monotonic() - t0
     return self
 
+# %% ../../nbs/40_runtime/42_cluster.ipynb #f81fa19b
 def _wait_joined(self, prefix: str, ars: dict, timeout: float, stage: str):
     "Poll tasks and join marks until all finished or `timeout` + 3 s; name the ranks that never joined."
     t0 = time.monotonic()
@@ -300,6 +303,7 @@ def view(self: Cluster, rank: int | None = None):
     _require(self)
     return self.client[self._eids[rank]] if rank is not None else self.client[[self._eids[r] for r in range(self.n)]]
 
+# %% ../../nbs/40_runtime/42_cluster.ipynb #6fb5ee20
 @patch
 def _alive(self: Cluster, r) -> bool:
     import psutil
@@ -323,6 +327,7 @@ def _exit_code(self: Cluster, r, wait: float = 1.0) -> int | None:
         if time.monotonic() - t > wait: return None
         time.sleep(0.05)
 
+# %% ../../nbs/40_runtime/42_cluster.ipynb #c0fa40e7
 @patch
 def stop(self: Cluster, grace: float = 5.0) -> dict:
     "Stop every process the cluster started; poll until gone, kill what remains after `grace` s. Returns timings."
