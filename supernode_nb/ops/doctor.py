@@ -372,6 +372,7 @@ def _check_accelerators(ctx) -> list[Check]:
         ]
     return [Check("physical", "accelerators", verdict="ok", detail="found " + ", ".join(acc), next="", data=data)]
 
+# %% ../../nbs/50_ops/50_doctor.ipynb #85137cfe
 def _check_host_memory(ctx) -> list[Check]:
     import psutil
     vm = psutil.virtual_memory()

@@ -213,6 +213,7 @@ def _overlapping_pieces(md, path: str, want: dict) -> dict[str, dict[str, torch.
                 use.setdefault(f, {})[k] = ix
     return use
 
+# %% ../../nbs/30_parallel/37_checkpoint.ipynb #69585663
 def load(directory, model, optimizer=None, *, spec: ModelSpec, config: ParallelConfig | None = None,
          step: int | None = None, rng: bool = True) -> LoadResult:
     "Load the checkpoint (latest, or `step`) into this rank's model shards and optimizer, resharding as needed (collective)."

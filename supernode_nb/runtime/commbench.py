@@ -63,6 +63,7 @@ def bench_collectives(rank, world_size, sizes=(1 << 10, 1 << 20), group_sizes=No
     over = _bench_overhead(rank, world_size, overhead_iters) if overhead_iters else None
     return {"rows": rows, "overhead": over} if rank == 0 else None
 
+# %% ../../nbs/40_runtime/46_commbench.ipynb #66ec4d8e
 def _bench_overhead(rank, world_size, n, block=20):
     """Wrapper vs direct torch.distributed all_reduce at 1 KB and 1 MB; recorder off and on.
 

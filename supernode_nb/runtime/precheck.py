@@ -96,6 +96,7 @@ def precheck_worker(rank: int, world_size: int, layout: RankLayout, timeout: flo
     store.set(f"{p}/final/{rank}", json.dumps({"collectives": coll, "seconds": time.monotonic() - t0}))
     return {"rank": rank, "links_ok": links_ok, "collectives": coll}
 
+# %% ../../nbs/40_runtime/43_precheck.ipynb #762f79e4
 def _check_collectives(rank, layout, axes, timeout) -> dict:
     from supernode_nb.comm.collectives import Comm, CommRecorder
     out = {}
@@ -126,6 +127,7 @@ class Link:
     seconds: float | None = None    # time until the slower end had received
     error: str | None = None
 
+# %% ../../nbs/40_runtime/43_precheck.ipynb #6adaf990
 @dataclass
 class PrecheckReport:
     "Result of a link pre-check over a layout."
