@@ -110,6 +110,8 @@ def test_cli_run_torch_beside_literate_in_archive(tmp_path):
     rows = {(x["section"], x["field"]): x for x in json.loads(r.stdout)}
     label = rows[("run", "label")]
     assert label[f"#{min(ids)}"] == "engine torch" and label[f"#{max(ids)}"] == "" and label["differs"]
+    r = cli("archive", "rerun", str(min(ids)), "--dry-run", env=env)
+    assert r.returncode == 0 and "--engine torch" in r.stdout, (r.stdout, r.stderr)     # a rerun stays on its engine
     step = [k for k in rows if k[0] == "measured" and k[1] == "step_s"]
     assert step and all(rows[step[0]][f"#{i}"] > 0 for i in ids), step
     print(f"\nstep_s torch {rows[step[0]][f'#{min(ids)}']:.3f} s, literate {rows[step[0]][f'#{max(ids)}']:.3f} s (4 ranks, 2 cores)")

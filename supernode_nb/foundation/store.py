@@ -256,7 +256,7 @@ def record_plan(self:Archive, model, config, *, topology=None, placement=None, e
                        label=label, outcome="planned", **kw)
 
 # %% ../../nbs/00_foundation/05_store.ipynb #365b2cde
-_RUN_KEYS = ("steps", "seed", "optimizer", "lr", "capacity_factor", "world_size")
+_RUN_KEYS = ("steps", "seed", "optimizer", "lr", "capacity_factor", "world_size", "engine")
 
 @patch
 def record_result(self:Archive, result: dict, *, outcome: str = "ok", error: str = "", started: float | None = None,

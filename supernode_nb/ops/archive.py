@@ -79,7 +79,7 @@ def config_of(self: Archive, id: int) -> tuple[ModelSpec, ParallelConfig]:
     return r.model_spec(), r.parallel_config()
 
 _RUN_ARGS = {"steps": "--steps", "seed": "--seed", "world": "--world-size", "optimizer": "--optimizer", "lr": "--lr",
-             "capacity_factor": "--capacity-factor"}
+             "capacity_factor": "--capacity-factor", "engine": "--engine"}   # a torch run reruns on torch
 
 def _flags(model: ModelSpec, cfg: ParallelConfig) -> list[str]:
     d = ParallelConfig()
