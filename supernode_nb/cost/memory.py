@@ -85,11 +85,12 @@ def activation_bytes_per_layer(model: ModelSpec, micro_batch, tp=1, cp=1, sequen
 # %% ../../nbs/10_cost/15_memory.ipynb #a2e70bac
 def fullest_share(ep,   # expert-parallel ranks
                   n):   # expert assignments one rank dispatches per micro-batch (tokens × top-k)
-    ("What the fullest of `ep` ranks receives over the mean when a uniform router spreads `n` assignments: the expected "
-    "largest of `ep` binomial shares (normal approximation; Blom's expected maximum of `ep` normals). 1 without ep.")
+    ("What the fullest of `ep` ranks receives over the mean when every rank's uniform router spreads its `n` assignments: a "
+    "rank receives Binomial(ep·n, 1/ep) — mean n, σ = √(n(ep − 1)/ep) — and this is the expected largest of `ep` such shares "
+    "over the mean (normal approximation; Blom's expected maximum of `ep` normals). 1 without ep.")
     ep, n = np.asarray(ep, dtype=float), np.maximum(np.asarray(n, dtype=float), 1)
     z = np.vectorize(lambda k: NormalDist().inv_cdf((k - 0.375) / (k + 0.25)) if k > 1 else 0.0, otypes=[float])(ep)
-    return 1 + z * np.sqrt(np.maximum(ep - 1, 0) / n)
+    return 1 + z * np.sqrt(np.maximum(ep - 1, 0) / (ep * n))
 
 def engine_activation_bytes_per_layer(model: ModelSpec, micro_batch, tp=1, cp=1, sequence_parallel=False, recompute="none", w=4,
                                       ep=1):   # expert-parallel degree: an expert-parallel MoE also keeps what it dispatched and received
@@ -100,9 +101,10 @@ def engine_activation_bytes_per_layer(model: ModelSpec, micro_batch, tp=1, cp=1,
     f = model.ffn_hidden / model.hidden
     routed = (np.asarray(ep) > 1) | (t > 1)                  # parallel.ep's layer: sent and received copies of each assignment
     k = max(model.top_k, 1)                                   # the fullest rank's experts hold more than the mean
-    mlp = k * (routed + (2 + 2 * f) * fullest_share(ep, sbh / model.hidden * k)) if model.is_moe else (3 if model.gated_mlp else 2) * f
+    mlp = k * (routed + (2 + 2 * f) * fullest_share(ep, sbh / model.hidden * k)) if model.is_moe else (4 if model.gated_mlp else 2) * f
     rep = np.where(sp, 2 / t + 2, 4)                          # norms' inputs split under SP; the gathered inputs of qkv and fc1 are kept
-    none = sbh * (rep + (4 + mlp) / t)
+    attn = 4 + (not model.learned_pos)                        # q, k, v, out; rotary q is its own tensor, so out is copied for proj
+    none = sbh * (rep + (attn + mlp) / t)
     full = sbh / np.where(sp, t, 1)
     return np.where(np.asarray(rc) == 2, full, none) * np.asarray(w, dtype=float)
 
