@@ -93,10 +93,13 @@ def test_cli_run_torch_beside_literate_in_archive(tmp_path):
     flags = ["--dp", "2", "--tp", "2", "--sequence-parallel", "--zero", "2", "--steps", "3", "--profile", "none", "--json"]
     runs = {}
     for engine in ("torch", "literate"):
-        r = cli("run", "--engine", engine, *flags, timeout=400, env=env)
+        trace = ["--trace", str(tmp_path / f"{engine}.json")]
+        r = cli("run", "--engine", engine, *flags, *trace, timeout=400, env=env)
         assert r.returncode == 0, r.stderr[-3000:]
         runs[engine] = json.loads(r.stdout)
     t, lit = runs["torch"], runs["literate"]
+    ev = json.loads((tmp_path / "torch.json").read_text())["traceEvents"]      # every rank's collectives per axis and step phases
+    assert {e.get("cat") for e in ev} >= {"dp", "tp", "compute"} and {e["pid"] for e in ev} == {0, 1, 2, 3}
     assert t["config"]["engine"] == "torch" and lit["config"]["engine"] == "literate"
     assert len(t["steps"]) == 3 and all(len(s["ranks"]) == 4 for s in t["steps"])
     assert {"dp", "tp"} <= set(t["steps"][-1]["ranks"][0]["comm_s"])

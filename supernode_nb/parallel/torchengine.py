@@ -313,6 +313,7 @@ class TorchEngine:
         self.opt = torch.optim.AdamW(params, betas=(0.9, 0.95), **kw) if optimizer == "adamw" else torch.optim.SGD(params, **kw)
         self.schedule = make_schedule(cfg, self.chunks, self.held, self.mesh)
         self.coords = {ax: self.mesh.get_local_rank(ax) for ax in MESH_DIMS} | {"ep": 0, "edp": self.mesh.get_local_rank("dp")}
+        self.spans: list[dict] = []          # each step's phases, for the Chrome trace
         n = cfg.pp * cfg.virtual_stages
         self.first, self.last = any(k == 0 for k, _ in self.held), any(k == n - 1 for k, _ in self.held)
 
@@ -387,6 +388,8 @@ def _breakdown(self: TorchEngine, step, loss, losses, moes, ts, n0) -> StepRecor
     "The step's `StepRecord` from its phase times and the collectives recorded since record `n0`."
     t0, t1, t2, t3, t4 = ts
     recs = self.rec.records[n0:]
+    self.spans += [{"name": n, "start": a, "end": b, "step": step} for n, a, b in
+                   (("data", t0, t1), ("forward+backward", t1, t2), ("optimizer+loss", t3, t4))]
     wall = (t4 - t0) - (t3 - t2)                                        # on_grads is not the step's
     bubble = sum(r.wait_s for r in recs if r.axis == "pp")
     compute = (t2 - t1) - sum(r.wait_s for r in recs if r.end <= t2)   # forward/backward less every wait inside it
@@ -399,6 +402,14 @@ def _breakdown(self: TorchEngine, step, loss, losses, moes, ts, n0) -> StepRecor
                       peak_mem_bytes=peak_memory_bytes("cpu"), micro_losses=losses,
                       expert_counts=[layer.counts.tolist() for layer in moes] or None,
                       dropped=sum(layer.last_dropped for layer in moes), coords=dict(self.coords))
+
+@patch
+def chrome_trace(self: TorchEngine) -> dict:
+    "This rank's collectives (per axis) and step phases as Chrome-trace JSON (torch's schedules give no finer compute spans)."
+    tr = self.rec.to_chrome_trace(self.rank)
+    tr["traceEvents"] += [{"name": s["name"], "cat": "compute", "ph": "X", "pid": self.rank, "tid": "compute", "ts": s["start"] * 1e6,
+                           "dur": (s["end"] - s["start"]) * 1e6, "args": {"step": s["step"]}} for s in self.spans]
+    return tr
 
 @patch
 def record_dict(self: TorchEngine, rec: StepRecord) -> dict:
@@ -462,5 +473,5 @@ def train_torch(rank: int, world_size: int, spec: ModelSpec, cfg: ParallelConfig
         if publish is not None: publish(r)
     out = {"rank": rank, "records": records, "losses": {r["step"]: r["loss"] for r in records}, "start": 0, "resumed": None,
            "num_params": eng.num_params(), "coords": eng.coords, "digest": None, "engine": "torch"}
-    if trace: out["trace"] = eng.rec.to_chrome_trace(rank)
+    if trace: out["trace"] = eng.chrome_trace()
     return out
