@@ -168,11 +168,13 @@ def main(argv=None) -> int:
     a = p.parse_args(argv)
     from supernode_nb.foundation.config import ModelSpec
     t0, name = time.monotonic(), device_name(a.device)
+    if a.device == "cpu": torch.set_num_threads(1)     # a shared CPU: intra-op threads only contend
     size = a.size or ("1b" if a.device.startswith("cuda") else "small")
     spec, small = ModelSpec(**SIZES[size]), ModelSpec(**SIZES["small"])
     res = dict(device=a.device, device_name=name, size=size, torch=torch.__version__, parity=parity_section(small, a.device))
     res["strategies"] = strategies_section(small) if "strategies" not in a.skip else dict(skipped=True)
-    res["calibrate"] = calibrate_section(a.device, name, quick=not a.device.startswith("cuda")) if "calibrate" not in a.skip else dict(ok=False, skipped=True)
+    quick = not a.device.startswith("cuda")
+    res["calibrate"] = calibrate_section(a.device, name, quick) if "calibrate" not in a.skip else dict(ok=False, skipped=True)
     res["memory"], res["step_time"] = memory_and_time(spec, a.device, name, res["calibrate"].get("name"), res["calibrate"].get("archive"))
     res["screenshot"], res["wall_s"] = screenshot_section(), time.monotonic() - t0
     out = a.out or os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", f"device-{name}.json")

@@ -32,6 +32,7 @@ def main(argv=None) -> int:
     for name in a.only or LAYOUTS:
         q = ctx.Queue(); pr = ctx.Process(target=_one, args=(name, q)); pr.start()
         rows.append(q.get()); pr.join()
+        print(json.dumps(rows[-1]), file=sys.stderr, flush=True)     # progress, one layout a line
     res = dict(layouts=rows, load_avg=os.getloadavg(), cpus=os.cpu_count(), when=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()))
     os.makedirs(os.path.dirname(a.out), exist_ok=True)
     with open(a.out, "w") as f: json.dump(res, f, indent=1)

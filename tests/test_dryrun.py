@@ -32,7 +32,7 @@ def test_bad_rank():
 @pytest.mark.slow
 def test_llama70b_first_stage_full_size():
     "llama3-70b tp8·pp4, first stage, 8 micro-batches of 8192 tokens: ~100 GB held, counted in a process of a few hundred MiB."
-    code = ("import json, resource; from supernode_nb.runtime.dryrun import dryrun; from supernode_nb.foundation.config import ParallelConfig;"
+    code = ("import json; from supernode_nb.runtime.dryrun import dryrun; from supernode_nb.foundation.config import ParallelConfig;"
             "d = dryrun('llama3-70b', ParallelConfig(tp=8, pp=4, dtype='bf16', global_batch_size=8));"
             "print(json.dumps(d.to_dict()))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=900)
