@@ -11,21 +11,30 @@ from ..foundation.config import ModelSpec
 from .memory import fullest_share
 
 # %% auto #0
-__all__ = ['ROUTER_BYTES', 'GEMM_TILE_ROWS', 'moe_hbm_bytes', 'tokens_per_expert', 'expert_gemm_s', 'imbalance_s',
-           'remote_domains', 'dispatch_s']
+__all__ = ['ROUTER_BYTES', 'GEMM_TILE_ROWS', 'moe_hbm_bytes', 'ranks_reached', 'tokens_per_expert', 'expert_gemm_s',
+           'imbalance_s', 'remote_domains', 'dispatch_s']
 
 # %% ../../nbs/10_cost/16b_moecost.ipynb #b8e054c2
 ROUTER_BYTES = 16.0   # bytes per token and expert a router's logits take: fp32 write (4), softmax read + write (4 + 4), top-k read (4)
 
 def moe_hbm_bytes(model: ModelSpec,   # the MoE model
                   tokens,             # tokens of one micro-batch on one rank (numpy-broadcastable)
-                  w: float = 2.0      # bytes per activation element
+                  w: float = 2.0,     # bytes per activation element
+                  tp=1,               # tensor-parallel ranks: the router and the gather see tokens/tp, the sort all tokens
+                  ep=1,               # expert-parallel ranks (the deduplicated dispatch's expansion depends on them)
+                  dedup: bool = False # DeepEP / HybridEP-style dispatch: each token once per rank, expanded there
                  ) -> tuple:
     "(forward, backward) HBM bytes one MoE layer's dispatcher and router move on one rank per micro-batch."
     if not model.is_moe: return 0.0, 0.0
-    k, T = max(model.top_k, 1), np.asarray(tokens, dtype=float)
-    b = (7 * k + 1) * T * model.hidden * w + ROUTER_BYTES * T * model.experts
+    k, T, tp = max(model.top_k, 1), np.asarray(tokens, dtype=float), np.asarray(tp, dtype=float)
+    copies = np.where(dedup, (2 * k + 2 * ranks_reached(k, ep)) / tp, (3 * k + 1) / tp + 4 * k)
+    b = copies * T * model.hidden * w + ROUTER_BYTES * T / tp * model.experts
     return b, b
+
+def ranks_reached(k, ep) -> np.ndarray:
+    "Expected distinct ranks among `ep` a token's `k` routed experts sit on (experts spread evenly, picks uniform)."
+    ep = np.maximum(np.asarray(ep, dtype=float), 1)
+    return ep * (1 - (1 - 1 / ep) ** k)
 
 # %% ../../nbs/10_cost/16b_moecost.ipynb #1812f8e8
 GEMM_TILE_ROWS = 128   # rows of a grouped GEMM's output tile (CUTLASS / cuBLASLt grouped kernels): each expert pads to it
@@ -63,13 +72,17 @@ def remote_domains(k, G) -> np.ndarray:
     G = np.maximum(np.asarray(G, dtype=float), 1)
     return (G - 1) * (1 - (1 - 1 / G) ** k)
 
-def dispatch_s(S, n, b, inner_Bps, inner_lat, outer_Bps, outer_lat, k: int = 1, dedup: bool = False) -> np.ndarray:
+def dispatch_s(S, n, b, inner_Bps, inner_lat, outer_Bps, outer_lat, k: int = 1, dedup: bool = False,
+               per_rank: bool = False) -> np.ndarray:
     ("Seconds of one token exchange of `S` bytes over `n` ranks in domains of `b`: inner peers on the fast link, the rest "
-    "across; `dedup`: each token crosses to each remote domain once (DeepEP), with `k` copies a token.")
+    "across; `dedup`: each token crosses to each remote domain once (DeepEP), with `k` copies a token; `per_rank`: each "
+    "token goes once to each rank it needs, not once per expert (DeepEP's and HybridEP's kernels).")
     S, n, b = (np.asarray(x, dtype=float) for x in (S, n, b))
     G = np.maximum(n / np.maximum(b, 1), 1)
+    S = S * np.where(per_rank, ranks_reached(k, n) / k, 1.0)     # the copies that leave: one per rank reached
     inner = (b - 1) * inner_lat + S * (b - 1) / n / inner_Bps
-    across = np.where(dedup, S / k * remote_domains(k, G), S * (n - b) / n)
+    across = np.where(dedup, S / ranks_reached(k, n) * remote_domains(k, G) if per_rank else S / k * remote_domains(k, G),
+                      S * (n - b) / n)
     outer = np.where(n > b, np.where(dedup, G - 1, n - b) * outer_lat + across / outer_Bps, 0.0)
     fan = np.where(dedup & (n > b), across * (b - 1) / np.maximum(b, 1) / inner_Bps, 0.0)   # fanned out inside the domain
     return np.where(n > 1, inner + outer + fan, 0.0)

@@ -103,7 +103,7 @@ def peak_tflops(chip, dtype: str = "bf16") -> tuple[float, str]:   # a `topology
     return chip.tflops_bf16 * FP32_RATIO_ASSUMED, f"assumed: 1/{round(1 / FP32_RATIO_ASSUMED)} of the bf16 peak"
 
 EFFICIENCY: dict[str, float] = {   # device family (`device_family`) -> matmul efficiency: `accuracy.fit_constants` over every
-    "A100": 0.675, "H100": 0.635, "B200": 0.65, "B300": 0.775, "Ascend": 0.58}   # published source (`accuracy` checks they are its fit)
+    "A100": 0.675, "H100": 0.635, "B200": 0.645, "B300": 0.76, "Ascend": 0.585}   # published source (`accuracy` checks they are its fit)
 
 def device_family(chip) -> str:   # a `Chip`
     "The family a chip's efficiency is fitted with: its die's first word, else its name's (H200 and the 500 W H100 are H100s)."
@@ -139,7 +139,7 @@ OVERLAP_CONTENTION = 0.15  # a collective and the compute beside it on an accele
 TP_OVERLAP = {"te": 1.0,     # share of TP traffic each implementation pipelines with its matmuls: Transformer Engine's userbuffers
               "torch": 0.45}  # (Megatron --tp-comm-overlap) all of it; torch's async TP what its paired runs measure
                               # (`accuracy.fit_constants`)
-MOE_HOST_S = 4e-3        # s per MoE layer and micro-batch a host-synced dispatch holds the device (the host waits on the token
+MOE_HOST_S = 5e-3        # s per MoE layer and micro-batch a host-synced dispatch holds the device (the host waits on the token
                          # counts, then issues the layer's kernels one by one): fitted, `accuracy.fit_constants`
 SCORE_ELEMS = 4.5        # without flash attention: elements read + written per attention score (fused softmax 2, dropout 2.5)
 LOSS_BYTES = {           # bytes per logit and micro-batch, forward and backward, by how the loss is written (each counted from its code):
@@ -204,21 +204,25 @@ def _fp8_cast_bytes(model: ModelSpec, mbs, tp, cp, ep=1):
 def _moe_extra(model, C, Ls, rate, bw, o) -> tuple:
     ("(forward, backward) seconds per micro-batch a stage's MoE layers spend beyond their FLOPs at the matmul rate "
     "(`moecost`): the dispatcher's permutes and the router at HBM rates, the grouped GEMMs' weight bytes and padding, and "
-    "the fullest expert-parallel rank's extra tokens. None with a machine profile (its per-operator costs hold them).")
+    "the fullest expert-parallel rank's extra tokens, the experts' at the float8 rate in an fp8 run. None with a machine profile "
+    "(its per-operator costs hold them).")
     if not model.is_moe or o["profile"] is not None: return 0.0, 0.0
     T, tp, ep, n = np.asarray(C["mbs"]) * model.seq_len / np.asarray(C["cp"]), C["tp"], C["ep"], Ls * model.moe_share
-    p_f, p_b = moe_hbm_bytes(model, T / tp, 2.0)
+    p_f, p_b = moe_hbm_bytes(model, T, 2.0, tp, ep, o.get("ep_dispatch") == "deepep")   # DeepEP-style: expanded where received
+    rate = o.get("rate8", rate) if o.get("dtype") == "fp8" else rate   # fp8 runs' expert linears run at the float8 rate
     g_f, g_b = expert_gemm_s(model, T, ep, tp, rate, bw, 2.0)
     imb = imbalance_s(model, T, ep, tp, rate)
     return n * (p_f / bw + g_f + imb / 3), n * (p_b / bw + g_b + 2 * imb / 3)
 
 def _dispatch(model, a2a, g, o):
     ("Seconds of one of an MoE layer's token exchanges on the ep groups `g` (link dict): pairwise, or DeepEP's "
-    "(`ep_dispatch` 'deepep': each token across to each remote domain once) where the group leaves the scale-up domain.")
+    "(`ep_dispatch` 'deepep': each token once to each rank it needs, and across to each remote domain once where the group "
+    "leaves the scale-up domain).")
     dedup = (o.get("ep_dispatch") == "deepep") & (g["level"] >= o.get("scaleup", 1))
     b = np.where(g["level"] > 0, g["k"], g["n"])           # ranks of the group sharing its inner level
     return np.where(np.asarray(a2a) > 0, dispatch_s(a2a, g["n"], b, g["bw_in"] * BUS_EFFICIENCY * 1e9, g["lat_in"],
-                                                     g["bw_out"] * BUS_EFFICIENCY * 1e9, g["lat_out"], max(model.top_k, 1), dedup), 0.0)
+                                                     g["bw_out"] * BUS_EFFICIENCY * 1e9, g["lat_out"], max(model.top_k, 1), dedup,
+                                                     o.get("ep_dispatch") == "deepep"), 0.0)
 
 
 # %% ../../nbs/10_cost/16_steptime.ipynb #acc0x16a
