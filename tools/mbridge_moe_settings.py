@@ -41,15 +41,16 @@ def _layout(p) -> tuple:
     return (p["tensor_model_parallel_size"], p["pipeline_model_parallel_size"], p["virtual_pipeline_model_parallel_size"] or 1,
             p["expert_model_parallel_size"], p["micro_batch_size"])
 
-def settings_for(row, ps, tag) -> str:
+def settings_for(row, ps, tag) -> "str | None":
+    "The row's settings from its unique preset ('' where it states the profile's defaults), or None without one."
     model, gpu = MODELS.get(row["model"]), GPUS.get(row["topology"])
-    if model is None or gpu is None: return ""
+    if model is None or gpu is None: return None
     prec = "BF16" if row["dtype"] == "bf16" else "FP8_CS"
     want = (int(row["tp"]), int(row["pp"]), int(row["vp"]), int(row["ep"]), int(row["mbs"]))
     names = [n for n in ps if n.startswith(model) and f"_{gpu}_" in f"{n}_" and "MX" not in n and "NVFP4" not in n
              and ("BF16" not in n and "FP8" not in n or prec in n) and _layout(ps[n][1]) == want]
     got = {(ps[n][1]["moe_flex_dispatcher_backend"], bool(ps[n][1]["moe_a2a_overlap"])) for n in names}
-    if len(got) != 1: return ""
+    if len(got) != 1: return None
     (backend, overlap), n = got.pop(), names[0]
     f = ps[n][0]
     out = []
@@ -67,7 +68,7 @@ def main(repo, write=False):
         tag = TAGS[rel]
         ps = cache.setdefault(tag, presets(repo, tag))
         s = settings_for(r, ps, tag)
-        print(r["id"], "|", s or "(no unique preset with this layout)")
+        print(r["id"], "|", "(no unique preset with this layout)" if s is None else s or "(its preset: alltoall, no overlap)")
         if write and s:
             keep = [x for x in r["settings"].split(";") if x.strip() and not x.strip().startswith(("ep_dispatch=", "ep_overlap="))]
             r["settings"] = ";".join(keep + [s]); n += 1
