@@ -101,9 +101,11 @@ def engine_activation_bytes_per_layer(model: ModelSpec, micro_batch, tp=1, cp=1,
     f = model.ffn_hidden / model.hidden
     routed = (np.asarray(ep) > 1) | (t > 1)                  # parallel.ep's layer: sent and received copies of each assignment
     k = max(model.top_k, 1)                                   # the fullest rank's experts hold more than the mean
-    mlp = k * (routed + (2 + 2 * f) * fullest_share(ep, sbh / model.hidden * k)) if model.is_moe else (4 if model.gated_mlp else 2) * f
+    inner = (4 if model.gated_mlp else 2) * f                 # fc1's output and the MLP's input to fc2 (SwiGLU: and silu(gate))
+    mlp = k * (routed + (2 + inner) * fullest_share(ep, sbh / model.hidden * k)) if model.is_moe else inner
     rep = np.where(sp, 2 / t + 2, 4)                          # norms' inputs split under SP; the gathered inputs of qkv and fc1 are kept
-    attn = 4 + (not model.learned_pos)                        # q, k, v, out; rotary q is its own tensor, so out is copied for proj
+    # q, k, v, out; rotary q (and k) are their own tensors, so out is copied for proj; without GQA v keeps the whole qkv output
+    attn = 4 if model.learned_pos else (7 if model.n_kv_heads == model.heads else 5)
     none = sbh * (rep + (attn + mlp) / t)
     full = sbh / np.where(sp, t, 1)
     return np.where(np.asarray(rc) == 2, full, none) * np.asarray(w, dtype=float)
