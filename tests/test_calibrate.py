@@ -5,6 +5,7 @@ asserted: the collectives the prediction charges are the ones the runtime issues
 prediction moves the way the physics says when one measured figure moves, the calibration's figures are measured
 and saved, and predicted and measured parts line up for a real run."""
 import dataclasses, json, math, multiprocessing as mp
+from pathlib import Path
 import numpy as np
 import pytest
 from supernode_nb.foundation.config import ParallelConfig as P, get_model
@@ -56,7 +57,15 @@ def prof(quick_profile):
     return quick_profile          # conftest's: one quick calibration of 2 and 4 ranks for the session
 
 
-def test_prediction_follows_the_measured_figures(prof):
+@pytest.fixture(scope="module")
+def stored_prof():
+    "A profile this machine measured, as a stored benchmark run keeps it: for what needs figures, not fresh ones."
+    runs = sorted((Path(__file__).resolve().parent.parent / "benchmarks" / "results").glob("calibrate-*.json"))
+    return MachineProfile.from_dict(json.loads(next(r for r in reversed(runs) if "AS" not in r.name).read_text())["profile"])
+
+
+def test_prediction_follows_the_measured_figures(stored_prof):
+    prof = stored_prof
     prof = dataclasses.replace(prof, matmul_tflops={"fp32": 0.05}, op_s=30e-6)   # the measured links and shares, fixed rates
     base = P(pp=2, global_batch_size=4)
     p0 = predict(TINY, base, prof)
@@ -96,6 +105,7 @@ def test_prediction_follows_the_measured_figures(prof):
     assert sync(2.0) > sync(1.0)   # longer tp waits: the replicas are longer apart before the gradient sync, and wait longer there
 
 
+@pytest.mark.slow   # a calibration and real runs
 def test_calibration_is_measured_and_saved(prof, tmp_path, capsys):
     assert prof.kind == "cpu" and prof.matmul_tflops["fp32"] > 0 and prof.op_s > 0   # (the figures' clamps are not checked here)
     assert set(prof.shares) == set(prof.penalty_s) == set(prof.overlap) == set(prof.queue) == set(prof.queue_alone) == {"2", "4"}
@@ -117,7 +127,8 @@ def test_calibration_is_measured_and_saved(prof, tmp_path, capsys):
     assert out["saved"] and find_profile("local", path=tmp_path / "a.sqlite").name == "saved"
 
 
-def test_wait_ratio(prof, monkeypatch):
+def test_wait_ratio(stored_prof, monkeypatch):
+    prof = stored_prof
     "A supervised step's tp waits over their price, from stand-in runs whose waits are known multiples of it (kept in ×0.5–3)."
     import supernode_nb.runtime.probes as probes
     from supernode_nb.runtime.calibrate import WAIT_PROBES, _supervised_waits
@@ -130,6 +141,7 @@ def test_wait_ratio(prof, monkeypatch):
         assert got["waits"] == {"2": want} and got["detail"]["2"]["priced_s"] == pytest.approx(priced), (k, got)
 
 
+@pytest.mark.slow   # a calibration and real runs
 def test_parts_line_up_with_a_real_run(prof):
     df = local_check(["tp2", "pp2 1f1b m2"], prof, repeats=2, steps=4, skip=1)
     assert list(df[df.layout == "tp2"].part) == ["step", "compute", "comm.tp", "other"]
@@ -141,6 +153,7 @@ def test_parts_line_up_with_a_real_run(prof):
     assert mp.active_children() == []
 
 
+@pytest.mark.slow   # a calibration and real runs
 def test_a_lost_rank_costs_one_run_not_the_check(prof, monkeypatch):
     "A run that loses a rank (here killed on purpose) is tried once more; the check goes on, lists every lost run, and"
     "leaves out a layout no try measured, with no process left behind."
@@ -175,6 +188,7 @@ def test_priced_ddp_operators_are_the_engines(model, cfg):
     assert abs(n - priced) <= 0.01 * priced, (n, priced)
 
 
+@pytest.mark.slow   # a calibration and real runs
 def test_run_is_priced_and_the_pair_kept(prof, tmp_path):
     "`supernode-nb run` prices the run with the newest profile before it starts, prints the estimate beside the measured step,"
     "keeps the pair in the archive (so the next run quotes its error), and refuses a profile the archive does not hold."

@@ -19,6 +19,7 @@ def test_local_scaling_from_known_steps(monkeypatch):
     with pytest.raises(ValueError, match="dps=.*>= 1"): local_scaling(dps=(0, 2), prof=object())
 
 
+@pytest.mark.slow   # a calibration and real runs on 1 and 4 ranks
 def test_local_scaling_measured_beside_predicted(quick_profile):
     df = local_scaling(dps=(1, 4), steps=4, skip=1, prof=quick_profile)   # the session's profile: links measured at 4 ranks
     assert list(df.ranks) == [1, 4]

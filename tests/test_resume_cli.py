@@ -1,5 +1,6 @@
 """`supernode-nb run --checkpoint-dir/--resume/--max-restarts`: the command line path of issues 7 and 14 (§4), end to end."""
 import json, os, subprocess, sys
+import pytest
 
 def run(*args, env=None):
     r = subprocess.run([sys.executable, "-m", "supernode_nb.cli", "run", "--json", *args], capture_output=True, text=True, timeout=600,
@@ -7,6 +8,7 @@ def run(*args, env=None):
     assert r.returncode == 0, r.stderr[-3000:]
     return json.loads(r.stdout)
 
+@pytest.mark.slow   # real runs, checkpoints and restarts
 def test_resume_same_layout_is_bit_identical(tmp_path):
     full = run("--world-size", "2", "--dp", "2", "--steps", "4")
     run("--world-size", "2", "--dp", "2", "--steps", "2", "--checkpoint-dir", str(tmp_path), "--checkpoint-every", "2")
@@ -14,6 +16,7 @@ def test_resume_same_layout_is_bit_identical(tmp_path):
     assert [s["step"] for s in resumed["steps"]] == [2, 3]
     assert resumed["losses"] == full["losses"][2:]          # fp32, same layout: exactly equal
 
+@pytest.mark.slow   # real runs, checkpoints and restarts
 def test_resume_into_another_layout_matches_single_process(tmp_path):
     ref = run("--world-size", "1", "--steps", "6")
     first = run("--world-size", "8", "--dp", "2", "--tp", "2", "--pp", "2", "--steps", "4", "--checkpoint-dir", str(tmp_path),
@@ -24,6 +27,7 @@ def test_resume_into_another_layout_matches_single_process(tmp_path):
     for a, b in zip(got, ref["losses"]):
         assert abs(a - b) <= 1e-4 * abs(b), (got, ref["losses"])
 
+@pytest.mark.slow   # real runs, checkpoints and restarts
 def test_restart_after_kill_matches_single_process(tmp_path):
     "A kill at step 3 with --max-restarts 1: dp shrinks 2 → 1 on the 3 healthy devices, resharded from step 2; losses as one process."
     ref = run("--world-size", "1", "--steps", "5")

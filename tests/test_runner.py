@@ -118,6 +118,7 @@ def test_torchrun_example():
 
 
 @pytest.mark.timeout(240)
+@pytest.mark.slow   # an ipyparallel cluster
 def test_train_worker_on_ipyparallel_engines():
     "The same worker on a 2-engine ipyparallel cluster, each step's record streamed live through `cluster.publish`."
     from supernode_nb.runtime.cluster import Cluster

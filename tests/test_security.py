@@ -27,6 +27,7 @@ def _v4(ip: str) -> str:
 
 
 @pytest.mark.timeout(180)
+@pytest.mark.slow   # an ipyparallel cluster
 def test_cluster_listens_on_loopback_only_and_connection_files_are_owner_only():
     from supernode_nb.runtime.cluster import Cluster
     try: from supernode_nb.runtime.worker import sleep_worker          # after the cluster/worker split
