@@ -15,6 +15,7 @@ __all__ = ['COMMANDS', 'PREWARM', 'available', 'usage_text', 'main', 'entry']
 # %% ../nbs/90_cli.ipynb #d8c566b7
 COMMANDS: dict[str, str] = {  # name -> "module:function"
     "validate":   "supernode_nb.foundation.config:cli_validate",
+    "dryrun": "supernode_nb.runtime.dryrun:cli_dryrun",
     "layout":     "supernode_nb.foundation.layout:cli_layout",
     "place":      "supernode_nb.foundation.placement:cli_place",
     "demo":       "supernode_nb.ui.demo:cli_demo",

@@ -267,8 +267,10 @@ SCALE_NOTEBOOK = {
             "source": [
                 "from supernode_nb.ui.widgets import Dashboard\n",
                 "from supernode_nb.ui.controller import ReplayLauncher\n",
-                "# replayed records (never results): a step of all 384 ranks every ~0.25 s (the controller's poll + delay), rank 77 planted slow\n",
-                "d = Dashboard(launcher=ReplayLauncher(per_poll=384, delay=0.125, slow={77: 2.0}), topology='cloudmatrix384', topo_size=1, world=384, tp=8, pp=4,\n",
+                "# replayed records (never results): a step of all 384 ranks every ~0.25 s (the controller's poll + delay),\n",
+                "# rank 77 planted slow\n",
+                "d = Dashboard(launcher=ReplayLauncher(per_poll=384, delay=0.125, slow={77: 2.0}), topology='cloudmatrix384',\n",
+                "              topo_size=1, world=384, tp=8, pp=4,\n",
                 f"              steps={SCALE_STEPS}, warm=False)\n",
                 "d",
             ],
@@ -292,7 +294,8 @@ _SCALE_JS = """() => {
   const heat = tr('rank × step'), comp = tr('compute');
   const slow = Array.from(document.querySelectorAll('.snb-slowest tr.snb-slow')).map(r => Number(r.dataset.rank));
   return {traces: gd.data.length, rank_traces: gd.data.filter(t => /^rank \\d+$/.test(t.name || '')).length,
-          bars: Array.from(comp.x || []), heat_rows: heat && heat.z ? heat.z.length : 0, heat_steps: heat && heat.z && heat.z[0] ? heat.z[0].length : 0,
+          bars: Array.from(comp.x || []), heat_rows: heat && heat.z ? heat.z.length : 0,
+          heat_steps: heat && heat.z && heat.z[0] ? heat.z[0].length : 0,
           slowest: slow, nodes: document.querySelectorAll('.snb-scale .js-plotly-plot').length,
           summary: (document.querySelector('.snb-ranks-summary') || {}).textContent || null, draws: window.__snbDraws || [],
           server_redraws: Number((document.querySelector('.snb-live .snb-perf') || {dataset: {}}).dataset.redraws || 0)};

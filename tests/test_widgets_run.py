@@ -94,8 +94,9 @@ def test_dashboard_live_figure_fills_for_every_rank():
     from supernode_nb.ui.widgets import Dashboard, _trace
     before = set(descendants(os.getpid()))
     d = Dashboard(world=2, steps=3, debounce=0, interval=0.05, warm=False)
-    d.picker.controls["pp"].value = 2                               # dp2 -> pp2 with 2 micro-batches
-    assert (d.state.pp, d.state.dp, d.state.microbatches) == (2, 1, 2)
+    from supernode_nb.foundation.config import DEFAULT_GLOBAL_BATCH
+    d.picker.controls["pp"].value = 2                               # dp2 -> pp2: the default batch, one sequence a micro-batch
+    assert (d.state.pp, d.state.dp, d.state.microbatches) == (2, 1, DEFAULT_GLOBAL_BATCH)
     d.run.start_btn.click()
     assert d.controller.join(180) and d.state.status == "done", d.state.failure
     time.sleep(0.2)

@@ -3,7 +3,7 @@
 Uses ruff's range formatter on each long line's statement only (quotes kept as written), so the rest of a cell keeps
 its hand layout. What a formatter cannot wrap — a long string, comment or docstring — is listed for a person to split.
 
-    python tools/wrap_lines.py nbs/40_runtime/45_calibrate.ipynb tests/test_x.py ...
+    python tools/wrap_lines.py nbs/40_runtime/45a_calibrate.ipynb tests/test_x.py ...
 """
 import json, subprocess, sys, tempfile, os
 from pathlib import Path

@@ -11,7 +11,16 @@ from collections import Counter
 from dataclasses import dataclass, field, asdict
 import numpy as np
 from ..foundation.core import Parser, UsageError, emit, add_renamed, renamed
-from ..foundation.config import ModelSpec, ParallelConfig, ConfigError, check, MODEL_PRESETS, DTYPES, add_model_args, model_from_args
+from supernode_nb.foundation.config import (
+    ModelSpec,
+    ParallelConfig,
+    ConfigError,
+    check,
+    MODEL_PRESETS,
+    DTYPES,
+    add_model_args,
+    model_from_args,
+)
 from ..foundation.topology import Topology, TopologyError, get_topology, topology_for, TOPOLOGY_PRESETS, SIZE_PARAM, GiB
 from ..foundation.capabilities import backend_for, engine_gap_columns
 from .memory import DTYPE_BYTES, GRAD_ACCUM

@@ -9,7 +9,15 @@ from __future__ import annotations
 import numpy as np
 from ..foundation.config import ModelSpec, ParallelConfig
 from ..foundation.topology import Topology
-from .engineops import engine_ops, engine_tensors, ENGINE_BUCKET_BYTES, _n_buckets, blocking_collectives, ring_ops, ring_shifts
+from supernode_nb.cost.engineops import (
+    engine_ops,
+    engine_tensors,
+    ENGINE_BUCKET_BYTES,
+    _n_buckets,
+    blocking_collectives,
+    ring_ops,
+    ring_shifts,
+)
 from .commcost import collective_time_array, hierarchical_time, _outer_index, _blocks
 from .moecost import moe_hbm_bytes, expert_gemm_s, imbalance_s, dispatch_s
 from .memory import (_counts, _memory, step_flops, SCHEDULE_CODE, RECOMPUTE_CODE, DTYPE_BYTES, CATEGORIES,
