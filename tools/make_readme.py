@@ -13,7 +13,8 @@ def render(nb_path: Path) -> str:
     for c in nb["cells"]:
         src = "".join(c["source"]).rstrip()
         if not src or src.lstrip().startswith("#| hide"): continue
-        if c["cell_type"] == "markdown": out += [src.replace("](../images/", "](images/"), ""]   # paths from nbs/ to the repo root
+        if c["cell_type"] == "markdown":   # links from nbs/ made relative to the repo root
+            out += [src.replace("](../images/", "](images/").replace("](tutorials/", "](nbs/tutorials/"), ""]
         elif c["cell_type"] == "code":
             out += ["```python", src, "```", ""]
             for o in c.get("outputs", []):
