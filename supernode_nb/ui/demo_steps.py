@@ -167,8 +167,8 @@ def estimate_argv(model: str, topology: str, cfg: ParallelConfig) -> list[str]:
 def expected_error(chip,              # the device: a `Chip` or its name
                    moe: bool = False   # a model with experts: the MoE runs' band, on any device
                   ) -> dict:
-    ("The cost model's error against published runs on `chip` (`mindspeed.evidence_band`: leave-one-out on its rows, out of "
-    "sample for the Ascend 910B, all runs if it has neither; for a MoE model, the MoE runs priced out of sample).")
+    ("The cost model's error against published runs on `chip` (`accuracy.evidence_band`: leave-one-source-out on its "
+    "device family's rows; for a MoE model, the MoE runs').")
     return evidence_band(chip, moe)
 
 # %% ../../nbs/60_ui/68_demo_steps.ipynb #a1010ee6
