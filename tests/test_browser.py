@@ -133,6 +133,17 @@ def _wait_kernel_idle(lab, timeout=180):
     raise AssertionError(f"kernel never idle: {ks}")
 
 
+def _open_and_run_all(page, lab, wait_for: str, timeout_ms: int = 240_000):
+    "Open the lab's notebook, wait for its kernel (NOTES.md: idle and connected), Run All Cells, wait for `wait_for`."
+    page.goto(f"{lab['base']}/lab/tree/dashboard.ipynb?token={lab['token']}")
+    page.wait_for_selector(".jp-NotebookPanel .jp-Cell", timeout=60_000)
+    _wait_kernel_idle(lab)
+    page.click(".jp-NotebookPanel .jp-Cell")      # focus the notebook, so the Run menu acts on it
+    page.click("div.lm-MenuBar-itemLabel:text-is('Run')")
+    page.click("li.lm-Menu-item:has-text('Run All Cells')")
+    page.wait_for_selector(wait_for, timeout=timeout_ms)   # minutes under a loaded 2-core machine
+
+
 _POINTS_JS = """() => {
   const live = document.querySelector('.snb-live .js-plotly-plot');
   if (!live) return null;
@@ -185,7 +196,6 @@ def _run(page, lab):
 def test_dashboard_in_browser(lab):
     from playwright.sync_api import sync_playwright
     ARTIFACTS.mkdir(exist_ok=True)
-    url = f"{lab['base']}/lab/tree/dashboard.ipynb?token={lab['token']}"
     timings, acc, runs, idle_while_running = {}, {}, {}, False
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
@@ -194,13 +204,7 @@ def test_dashboard_in_browser(lab):
         page.on("pageerror", lambda e: errors.append(str(e)))
         try:
             t0 = time.monotonic()
-            page.goto(url)
-            page.wait_for_selector(".jp-NotebookPanel .jp-Cell", timeout=60_000)
-            _wait_kernel_idle(lab)
-            page.click(".jp-NotebookPanel .jp-Cell")      # focus the notebook, so the Run menu acts on it
-            page.click("div.lm-MenuBar-itemLabel:text-is('Run')")
-            page.click("li.lm-Menu-item:has-text('Run All Cells')")
-            page.wait_for_selector(".snb-dashboard .snb-picker select", timeout=240_000)   # minutes under a loaded 2-core machine
+            _open_and_run_all(page, lab, ".snb-dashboard .snb-picker select")
             page.wait_for_selector(".snb-valid", timeout=30_000)
             timings["open_to_dashboard_s"] = time.monotonic() - t0
 
@@ -309,7 +313,7 @@ def lab_scale(tmp_path_factory):
 
 
 def test_live_view_at_384_ranks_in_browser(lab_scale):
-    "Issue 51: 384 replayed ranks drawn by stage with a heatmap and the slowest ranks named; the page redraws at >= 1 Hz while they stream."
+    "384 replayed ranks drawn by stage with a heatmap and the slowest ranks named; the page redraws at >= 1 Hz while they stream."
     from playwright.sync_api import sync_playwright
     ARTIFACTS.mkdir(exist_ok=True)
     lab, out = lab_scale, {}
@@ -319,13 +323,7 @@ def test_live_view_at_384_ranks_in_browser(lab_scale):
         errors = []
         page.on("pageerror", lambda e: errors.append(str(e)))
         try:
-            page.goto(f"{lab['base']}/lab/tree/dashboard.ipynb?token={lab['token']}")
-            page.wait_for_selector(".jp-NotebookPanel .jp-Cell", timeout=60_000)
-            _wait_kernel_idle(lab)
-            page.click(".jp-NotebookPanel .jp-Cell")
-            page.click("div.lm-MenuBar-itemLabel:text-is('Run')")
-            page.click("li.lm-Menu-item:has-text('Run All Cells')")
-            page.wait_for_selector(".snb-dashboard .snb-live .js-plotly-plot", timeout=240_000)
+            _open_and_run_all(page, lab, ".snb-dashboard .snb-live .js-plotly-plot")
             page.wait_for_selector(".snb-valid", timeout=30_000)
             settle(max_s=30)
             page.evaluate(_REDRAWS_JS)

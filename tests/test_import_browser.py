@@ -4,7 +4,7 @@ priced on. Skipped where /usr/bin/chromium is absent."""
 import json, os
 from pathlib import Path
 import pytest
-from test_browser import CHROMIUM, ARGS, ARTIFACTS, _jupyter_lab, _lab_env, _wait_kernel_idle
+from test_browser import CHROMIUM, ARGS, ARTIFACTS, _jupyter_lab, _lab_env, _open_and_run_all
 
 DATA = Path(__file__).resolve().parent / "data" / "imports"
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"{CHROMIUM} is absent")]
@@ -73,13 +73,7 @@ def test_imported_run_in_the_dashboard(lab_imported):
         errors = []
         page.on("pageerror", lambda e: errors.append(str(e)))
         try:
-            page.goto(f"{lab['base']}/lab/tree/dashboard.ipynb?token={lab['token']}")
-            page.wait_for_selector(".jp-NotebookPanel .jp-Cell", timeout=60_000)
-            _wait_kernel_idle(lab)
-            page.click(".jp-NotebookPanel .jp-Cell")
-            page.click("div.lm-MenuBar-itemLabel:text-is('Run')")
-            page.click("li.lm-Menu-item:has-text('Run All Cells')")
-            page.wait_for_selector(".snb-dashboard .snb-live .js-plotly-plot", timeout=400_000)
+            _open_and_run_all(page, lab, ".snb-dashboard .snb-live .js-plotly-plot", timeout_ms=400_000)
             page.click(".snb-start")
             page.wait_for_selector(".snb-run-status[data-status='done']", timeout=120_000)
             page.wait_for_function("""() => { const gd = document.querySelector('.snb-live .js-plotly-plot');

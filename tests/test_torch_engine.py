@@ -168,7 +168,7 @@ def test_torch_engine_in_the_browser(tmp_path):
     import os
     if not os.path.exists("/usr/bin/chromium"): pytest.skip("/usr/bin/chromium is absent: apt-get install -y chromium chromium-driver")
     from playwright.sync_api import sync_playwright
-    from test_browser import _jupyter_lab, _lab_env, _wait_kernel_idle, CHROMIUM, ARGS   # its helpers
+    from test_browser import _jupyter_lab, _lab_env, _open_and_run_all, CHROMIUM, ARGS   # its helpers
     from supernode_nb.foundation.store import Archive
     env = _lab_env(tmp_path, "on")
     with _jupyter_lab(tmp_path, json.dumps(_TORCH_DASHBOARD), env) as lab, sync_playwright() as p:
@@ -177,13 +177,7 @@ def test_torch_engine_in_the_browser(tmp_path):
         errors = []
         page.on("pageerror", lambda e: errors.append(str(e)))
         try:
-            page.goto(f"{lab['base']}/lab/tree/dashboard.ipynb?token={lab['token']}")
-            page.wait_for_selector(".jp-NotebookPanel .jp-Cell", timeout=60_000)
-            _wait_kernel_idle(lab)
-            page.click(".jp-NotebookPanel .jp-Cell")
-            page.click("div.lm-MenuBar-itemLabel:text-is('Run')")
-            page.click("li.lm-Menu-item:has-text('Run All Cells')")
-            page.wait_for_selector(".snb-dashboard .snb-live .js-plotly-plot", timeout=240_000)
+            _open_and_run_all(page, lab, ".snb-dashboard .snb-live .js-plotly-plot")
             page.wait_for_selector(".snb-valid", timeout=30_000)
             page.locator(".snb-engine select").select_option("torch")
             page.click(".snb-start")
