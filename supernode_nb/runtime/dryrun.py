@@ -6,7 +6,7 @@ Docs: https://supernode-nb.github.io/supernode_nb/40_runtime/dryrun.html.md"""
 
 # %% ../../nbs/40_runtime/4b_dryrun.ipynb #080f52bc
 from __future__ import annotations
-import json, math, resource, time, weakref
+import json, math, resource, time
 from contextlib import contextmanager
 from dataclasses import dataclass, field, asdict
 import torch
@@ -20,6 +20,7 @@ from torch._subclasses.fake_tensor import (FakeTensor, FakeTensorMode, unset_fak
 from ..foundation.config import ModelSpec, ParallelConfig, get_model
 from ..foundation.layout import RankLayout
 from ..comm.collectives import Comm, CommRecorder, DEFAULT_AXES
+from .memcheck import SavedBytes
 
 _aten, _c10d = torch.ops.aten, torch.ops.c10d
 _INDEX = (_aten.index.Tensor, _aten.index_put.default, _aten.index_put_.default, _aten._index_put_impl_.default)
@@ -176,26 +177,10 @@ def fake_batches():
     finally: engine.global_batch = orig
 
 # %% ../../nbs/40_runtime/4b_dryrun.ipynb #494cd7b7
-class SavedPeak:
+class SavedPeak(SavedBytes):
     "Live and peak bytes of the distinct storages autograd saves for backward (parameters excluded); works on fake tensors."
-    def __init__(self, params=()):
-        self.skip = {p.untyped_storage()._cdata for p in params}
-        self.live, self.now, self.peak = {}, 0, 0
-    def _pack(self, t):
-        st = t.untyped_storage(); k = st._cdata
-        if k in self.skip: return t
-        if k in self.live: self.live[k][1] += 1
-        else: self.live[k] = [st.nbytes(), 1]; self.now += st.nbytes(); self.peak = max(self.peak, self.now)
-        weakref.finalize(t, self._release, k)
-        return t
-    def _release(self, k):
-        e = self.live.get(k)
-        if e is None: return
-        e[1] -= 1
-        if e[1] == 0: self.now -= e[0]; del self.live[k]
-    def __enter__(self):
-        self._ctx = torch.autograd.graph.saved_tensors_hooks(self._pack, lambda t: t); self._ctx.__enter__(); return self
-    def __exit__(self, *a): return self._ctx.__exit__(*a)
+    @staticmethod
+    def key(st) -> int: return st._cdata          # a fake storage has no data pointer: the storage object itself
 
 # %% ../../nbs/40_runtime/4b_dryrun.ipynb #2e483fe4
 def optimizer_bytes(opt, params) -> int:

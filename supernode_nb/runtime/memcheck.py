@@ -17,11 +17,13 @@ __all__ = ['CATS', 'WIDE', 'CASES', 'SavedBytes', 'memory_worker', 'measure_memo
 class SavedBytes:
     "Live and peak bytes of tensors saved for backward (by storage, parameters excluded) while active."
     def __init__(self, params=()):
-        self.skip = {p.untyped_storage().data_ptr() for p in params}
+        self.skip = {self.key(p.untyped_storage()) for p in params}
         self.live, self.now, self.peak = {}, 0, 0
+    @staticmethod
+    def key(st) -> int: return st.data_ptr()     # one storage, however many views of it are saved
     def _pack(self, t):
         if not isinstance(t, torch.Tensor) or t.device.type == "meta": return t
-        st = t.untyped_storage(); k = st.data_ptr()
+        st = t.untyped_storage(); k = self.key(st)
         if k in self.skip or k == 0: return t
         if k in self.live: self.live[k][1] += 1
         else:
